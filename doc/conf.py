@@ -1,0 +1,64 @@
+"""Sphinx configuration for the sklearn_ibp documentation."""
+
+import os
+import sys
+from importlib import metadata
+
+import matplotlib
+
+# Examples are executed by sphinx-gallery during the build; they must run headless.
+matplotlib.use("Agg")
+
+# Let autodoc find the package when it is not installed (an editable install also works).
+sys.path.insert(0, os.path.abspath(".."))
+
+project = "sklearn-ibp"
+author = "sklearn-ibp developers"
+copyright = "sklearn-ibp developers"
+
+try:
+    release = metadata.version("sklearn-ibp")
+except metadata.PackageNotFoundError:
+    release = "unknown"
+version = release
+
+extensions = [
+    "sphinx.ext.autodoc",
+    "sphinx.ext.autosummary",
+    "numpydoc",
+    "sphinx_gallery.gen_gallery",
+    "sphinx.ext.mathjax",
+    "sphinx.ext.intersphinx",
+]
+
+templates_path = []
+exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
+source_suffix = ".rst"
+root_doc = "index"
+
+# autodoc / autosummary / numpydoc
+autosummary_generate = True
+autodoc_default_options = {"members": True, "inherited-members": False}
+numpydoc_show_class_members = False
+numpydoc_class_members_toctree = False
+
+intersphinx_mapping = {
+    "python": ("https://docs.python.org/3", None),
+    "numpy": ("https://numpy.org/doc/stable/", None),
+    "scipy": ("https://docs.scipy.org/doc/scipy/", None),
+    "sklearn": ("https://scikit-learn.org/stable/", None),
+}
+
+html_theme = "pydata_sphinx_theme"
+html_title = "sklearn-ibp"
+html_static_path = []
+
+sphinx_gallery_conf = {
+    "examples_dirs": "../examples",
+    "gallery_dirs": "auto_examples",
+    "filename_pattern": r"/plot_",
+    "image_scrapers": ("matplotlib",),
+    "matplotlib_animations": False,
+    "download_all_examples": False,
+    "within_subsection_order": "FileNameSortKey",
+}
