@@ -1,0 +1,201 @@
+"""Machinery shared by the sampling estimators: validation, random streams and the loop.
+
+:class:`BaseIBPSampler` owns the whole Markov chain Monte Carlo loop the way
+:class:`sklearn.mixture._base.BaseMixture` owns EM: independent chains each with its own
+random stream, burn-in, thinning, kept samples, per-iteration traces, a progress bar,
+``KeyboardInterrupt`` handling and ``warm_start``. A subclass supplies a solver (see
+:mod:`sklearn_ibp.solvers`), an initial state and what to do with the kept samples.
+"""
+
+from __future__ import annotations
+
+import warnings
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils import check_random_state
+from sklearn.utils._param_validation import Interval
+
+from .priors.ibp import ibp_log_prob, sample_alpha_posterior
+
+__all__ = ["BaseIBPSampler", "SamplingInterruptedWarning", "TRACE_NAMES"]
+
+#: The scalar traces recorded at every iteration of every chain.
+TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
+
+
+class SamplingInterruptedWarning(UserWarning):
+    """Warns that a fit was interrupted and kept only the samples drawn so far."""
+
+
+def _chain_seeds(random_state, n_chains):
+    """One independent 32-bit seed per chain, drawn from the estimator's random state."""
+    rs = check_random_state(random_state)
+    return [int(s) for s in rs.randint(0, np.iinfo(np.int32).max, size=n_chains)]
+
+
+def _progress(total, verbose, desc):
+    if not verbose:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=desc, leave=True)
+
+
+class BaseIBPSampler(BaseEstimator):
+    """Base class of the estimators fitted by Markov chain Monte Carlo.
+
+    Parameters are documented on the subclasses. ``n_iter`` sweeps are run per chain; the
+    first ``burn_in`` are discarded and every ``thin``-th after that is kept.
+    """
+
+    _parameter_constraints: dict = {
+        "n_iter": [Interval(Integral, 1, None, closed="left")],
+        "burn_in": [Interval(Integral, 0, None, closed="left"), None],
+        "thin": [Interval(Integral, 1, None, closed="left")],
+        "n_chains": [Interval(Integral, 1, None, closed="left")],
+        "sample_hyperparameters": ["boolean"],
+        "warm_start": ["boolean"],
+        "random_state": ["random_state"],
+        "verbose": ["verbose"],
+    }
+
+    # -- hooks a subclass provides ------------------------------------------------------
+    def _resolve_solver(self):  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def _burn_in(self) -> int:
+        burn_in = self.n_iter // 2 if self.burn_in is None else self.burn_in
+        if burn_in >= self.n_iter:
+            raise ValueError(
+                f"burn_in must be smaller than n_iter so that some samples are kept; got "
+                f"burn_in={burn_in} and n_iter={self.n_iter}."
+            )
+        return burn_in
+
+    # -- the loop -----------------------------------------------------------------------
+    def _run_chains(self, X, missing, hyper, solver, init_Z):
+        """Run (or continue) every chain and set ``samples_``, ``traces_`` and friends.
+
+        Parameters
+        ----------
+        X : ndarray of shape (n_samples, n_dims)
+            Centred data; missing entries hold a starting value.
+        missing : ndarray of bool or None
+            Where ``X`` is missing; those entries are redrawn from the model every sweep.
+        hyper : dict
+            Starting ``alpha``, ``beta``, ``sigma_x``, ``sigma_a``.
+        solver : BaseIBPSolver
+        init_Z : callable
+            ``init_Z(rng) -> Z`` draws a starting feature matrix for a new chain.
+        """
+        continuing = self.warm_start and hasattr(self, "_chains")
+        if continuing:
+            chains = self._chains
+            burn_in = 0
+            samples = list(self.samples_)
+            old_traces = self.traces_
+        else:
+            chains = []
+            for seed in _chain_seeds(self.random_state, self.n_chains):
+                rng = np.random.default_rng(seed)
+                state = solver.initialize(X, init_Z(rng), hyper, rng)
+                chains.append({"state": state, "rng": rng})
+            burn_in = self._burn_in()
+            samples = []
+            old_traces = None
+        n_chains = len(chains)
+        traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in TRACE_NAMES}
+        bar = _progress(n_chains * self.n_iter, self.verbose, type(self).__name__)
+        interrupted = False
+        try:
+            for c, chain in enumerate(chains):
+                state, rng = chain["state"], chain["rng"]
+                for it in range(self.n_iter):
+                    self._iterate(solver, state, rng, missing)
+                    log_joint = ibp_log_prob(state.active_Z, state.alpha, state.beta)
+                    log_joint += solver.log_likelihood(state)
+                    for name, value in zip(
+                        TRACE_NAMES,
+                        (log_joint, state.n_features, state.alpha, state.sigma_x,
+                         state.sigma_a),
+                    ):
+                        traces[name][c, it] = value
+                    if it >= burn_in and (it - burn_in) % self.thin == 0:
+                        samples.append(self._snapshot(state, c, log_joint))
+                    if bar is not None:
+                        bar.update(1)
+                        bar.set_postfix(chain=c, K=state.n_features, log_joint=f"{log_joint:.1f}")
+        except KeyboardInterrupt:
+            interrupted = True
+            done = int(np.sum(~np.isnan(traces["log_joint"])))
+            warnings.warn(
+                f"Sampling interrupted after {done} of {n_chains * self.n_iter} iterations; "
+                "the estimator keeps the samples drawn so far.",
+                SamplingInterruptedWarning,
+                stacklevel=3,
+            )
+        finally:
+            if bar is not None:
+                bar.close()
+        if not samples:
+            # Interrupted during burn-in: keep the current state of each started chain.
+            for c, chain in enumerate(chains):
+                state = chain["state"]
+                log_joint = ibp_log_prob(state.active_Z, state.alpha, state.beta)
+                samples.append(self._snapshot(state, c, log_joint + solver.log_likelihood(state)))
+                if np.isnan(traces["log_joint"][c]).all():
+                    break
+        if old_traces is not None:
+            traces = {k: np.concatenate([old_traces[k], traces[k]], axis=1) for k in traces}
+        self._chains = chains
+        self.samples_ = samples
+        self.traces_ = traces
+        self.interrupted_ = interrupted
+        self.n_iter_ = int(np.sum(~np.isnan(traces["log_joint"][0])))
+
+    def _iterate(self, solver, state, rng, missing):
+        """One sweep of the solver, then hyperparameters and missing entries given ``A``.
+
+        ``sigma_x``, ``sigma_a`` and the missing entries of ``X`` are drawn given a draw of
+        ``A ~ p(A | Z, X)``, which is then forgotten. Drawing ``A`` and then a variable
+        given ``A`` leaves the joint of ``Z`` and that variable invariant, so this is valid
+        for the collapsed solvers too.
+        """
+        solver.sweep(state, rng)
+        if not (self.sample_hyperparameters or missing is not None):
+            return
+        A = solver.sample_features(state, rng)
+        Z = state.active_Z.astype(float)
+        N, D = state.X.shape
+        K = state.n_features
+        if self.sample_hyperparameters:
+            # Seed 000 sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions.
+            alpha = sample_alpha_posterior(K, N, rng, beta=state.beta)
+            resid = state.X - Z @ A
+            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (1.0 + 0.5 * np.sum(resid**2)))
+            precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (1.0 + 0.5 * np.sum(A**2)))
+            solver.set_hyperparameters(
+                state, alpha, 1.0 / np.sqrt(precision_x), 1.0 / np.sqrt(precision_a)
+            )
+        if missing is not None:
+            X = state.X.copy()
+            draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
+            X[missing] = draw[missing]
+            solver.set_data(state, X)
+
+    def _snapshot(self, state, chain, log_joint):
+        """What is kept of a state: its live ``Z`` (int8) and scalar values."""
+        return {
+            "Z": state.active_Z.copy(),
+            "alpha": state.alpha,
+            "sigma_x": state.sigma_x,
+            "sigma_a": state.sigma_a,
+            "log_joint": float(log_joint),
+            "chain": chain,
+        }
+
+    def _best_sample(self):
+        """The kept sample with the highest log joint probability."""
+        return max(self.samples_, key=lambda s: s["log_joint"])

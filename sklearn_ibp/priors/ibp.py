@@ -1,0 +1,212 @@
+"""The Indian Buffet Process prior over binary feature matrices.
+
+One- and two-parameter IBP (Doshi-Velez 2009, eq. 2.1 and appendix C.1; Ghahramani,
+Griffiths and Sollich 2007). With concentration ``alpha`` and stickiness ``beta``
+(``beta = 1`` is the one-parameter IBP), customer ``n`` (1-based) takes an existing dish
+``k`` with probability ``m_k / (beta + n - 1)`` and ``Poisson(alpha * beta / (beta + n - 1))``
+new dishes. By exchangeability any row may be treated as the last customer, which gives the
+Gibbs conditionals used by every sampler in :mod:`sklearn_ibp.solvers`.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import betaln, gammaln
+from sklearn.utils import check_random_state
+
+__all__ = [
+    "expected_n_features",
+    "existing_feature_log_odds",
+    "ibp_log_prob",
+    "left_order",
+    "new_feature_rate",
+    "sample_alpha_posterior",
+    "sample_ibp",
+    "harmonic_rate",
+]
+
+
+def as_random_source(random_state):
+    """A :class:`numpy.random.Generator` as it is, anything else through
+    :func:`sklearn.utils.check_random_state`."""
+    if isinstance(random_state, np.random.Generator):
+        return random_state
+    return check_random_state(random_state)
+
+
+def harmonic_rate(n_samples: int, beta: float = 1.0) -> float:
+    """Return ``sum_{n=1}^N beta / (beta + n - 1)``.
+
+    For ``beta = 1`` this is the harmonic number ``H_N``. ``alpha`` times it is the
+    expected number of features of ``N`` rows (appendix C.1).
+    """
+    n = np.arange(1, int(n_samples) + 1, dtype=float)
+    return float(np.sum(beta / (beta + n - 1.0)))
+
+
+def expected_n_features(n_samples: int, alpha: float, beta: float = 1.0) -> float:
+    """Expected number of non-empty features, ``E[K | N] = alpha * sum_n beta/(beta+n-1)``.
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of rows ``N``.
+    alpha : float
+        IBP concentration (expected number of features per row).
+    beta : float, default=1.0
+        Stickiness of the two-parameter IBP; 1 gives the one-parameter IBP.
+
+    Returns
+    -------
+    float
+    """
+    return float(alpha) * harmonic_rate(n_samples, beta)
+
+
+def new_feature_rate(n_samples: int, alpha: float, beta: float = 1.0) -> float:
+    """Poisson rate of new features for a row treated as the last of ``n_samples``.
+
+    ``alpha * beta / (beta + N - 1)``; for ``beta = 1`` it is ``alpha / N`` (eq. 3.7).
+    """
+    return float(alpha) * float(beta) / (float(beta) + n_samples - 1.0)
+
+
+def existing_feature_log_odds(counts_others, n_samples: int, beta: float = 1.0):
+    """Prior log odds of ``z_nk = 1`` given the other rows (eq. 3.6, appendix C.1).
+
+    ``log m_{-n,k} - log(beta + N - 1 - m_{-n,k})``, where ``m_{-n,k}`` counts the *other*
+    rows that have feature ``k``. Features with ``m_{-n,k} = 0`` get ``-inf``: a feature
+    only row ``n`` has is a new feature of that row and is sampled by the new-feature step.
+
+    Parameters
+    ----------
+    counts_others : array-like of shape (n_features,)
+        ``m_{-n,k}`` for each feature.
+    n_samples : int
+        Number of rows ``N`` including row ``n``.
+    beta : float, default=1.0
+        Two-parameter IBP stickiness.
+
+    Returns
+    -------
+    ndarray of shape (n_features,)
+    """
+    m = np.asarray(counts_others, dtype=float)
+    with np.errstate(divide="ignore"):
+        return np.log(m) - np.log(beta + n_samples - 1.0 - m)
+
+
+def left_order(Z):
+    """Return the left-ordered form ``lof(Z)`` with empty columns removed.
+
+    Columns are sorted by their history (the column read as a binary number with the first
+    row as the most significant bit) in decreasing order (Griffiths and Ghahramani, 2005).
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+        Binary matrix.
+
+    Returns
+    -------
+    ndarray of shape (n_samples, n_nonzero_features), dtype int8
+    """
+    Z = np.asarray(Z)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    Z = (Z != 0).astype(np.int8)
+    Z = Z[:, Z.any(axis=0)]
+    if Z.shape[1] == 0:
+        return Z
+    # lexsort uses the last key as primary: put row 0 last so it is the most significant.
+    order = np.lexsort(Z[::-1, :])[::-1]
+    return Z[:, order]
+
+
+def ibp_log_prob(Z, alpha: float, beta: float = 1.0) -> float:
+    """Log probability of the left-ordered equivalence class ``[Z]`` under the IBP.
+
+    One-parameter form: eq. 2.1 of Doshi-Velez (2009); two-parameter form: appendix C.1,
+
+    ``log P([Z]) = K log(alpha beta) - sum_h log K_h! - alpha sum_n beta/(beta+n-1)
+    + sum_k log B(m_k, N - m_k + beta)``.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+        Binary matrix; empty columns are ignored.
+    alpha : float
+        Concentration, > 0.
+    beta : float, default=1.0
+        Stickiness, > 0.
+
+    Returns
+    -------
+    float
+    """
+    Z = left_order(Z)
+    n_samples, n_features = Z.shape
+    counts = Z.sum(axis=0).astype(float)
+    log_p = n_features * np.log(alpha * beta) - alpha * harmonic_rate(n_samples, beta)
+    if n_features:
+        _, multiplicity = np.unique(Z.T, axis=0, return_counts=True)
+        log_p -= np.sum(gammaln(multiplicity + 1.0))
+        log_p += np.sum(betaln(counts, n_samples - counts + beta))
+    return float(log_p)
+
+
+def sample_ibp(n_samples: int, alpha: float, beta: float = 1.0, random_state=None):
+    """Draw a binary matrix from the IBP by the buffet construction (ch. 2.1, app. C.1).
+
+    Parameters
+    ----------
+    n_samples : int
+        Number of customers (rows).
+    alpha : float
+        Concentration, > 0.
+    beta : float, default=1.0
+        Stickiness, > 0.
+    random_state : int, RandomState, Generator or None
+        Seed or random source.
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_features), dtype int8
+        Columns in order of first appearance.
+    """
+    rng = as_random_source(random_state)
+    counts: list[int] = []
+    rows: list[list[int]] = []
+    for n in range(1, int(n_samples) + 1):
+        denom = beta + n - 1.0
+        row = [k for k, m in enumerate(counts) if rng.random() < m / denom]
+        for k in row:
+            counts[k] += 1
+        n_new = rng.poisson(alpha * beta / denom)
+        row.extend(range(len(counts), len(counts) + n_new))
+        counts.extend([1] * n_new)
+        rows.append(row)
+    Z = np.zeros((int(n_samples), len(counts)), dtype=np.int8)
+    for n, row in enumerate(rows):
+        Z[n, row] = 1
+    return Z
+
+
+def sample_alpha_posterior(
+    n_features: int,
+    n_samples: int,
+    random_state,
+    beta: float = 1.0,
+    prior_shape: float = 1.0,
+    prior_rate: float = 1.0,
+) -> float:
+    """Draw ``alpha`` from its conditional given ``K`` features on ``N`` rows (sec. 5.1).
+
+    Under a ``Gamma(prior_shape, prior_rate)`` prior the conditional is
+    ``Gamma(prior_shape + K, prior_rate + sum_n beta/(beta+n-1))``; with the default
+    ``Gamma(1, 1)`` prior and ``beta = 1`` this is the seed's ``Gamma(1 + K, 1 + H_N)``.
+    """
+    rng = as_random_source(random_state)
+    shape = prior_shape + n_features
+    rate = prior_rate + harmonic_rate(n_samples, beta)
+    return float(rng.gamma(shape, 1.0 / rate))

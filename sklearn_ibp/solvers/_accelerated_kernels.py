@@ -1,0 +1,280 @@
+"""Numba kernels of the accelerated collapsed Gibbs sampler (Doshi-Velez 2009, ch. 4).
+
+One call of :func:`sweep_accelerated` is one iteration of Algorithm 1: rows are visited in
+windows of ``W``; a window's rows are taken out of the feature posterior (information form,
+``P_-W = P - Z_W^T Z_W / s_x^2``, ``h_-W = h - Z_W^T X_W / s_x^2``); every ``z_nk`` of the
+window is Gibbs-sampled from eq. 4.2,
+
+    p(z_nk | Z_-nk, X) ~ prior(z_nk) N(X_W; Z_W M_-W, (Z_W S_-W Z_W^T + s_x^2 I) (x) I_D),
+
+new features from eq. 3.7 (a new feature only row ``n`` has adds ``s_a^2`` to that row's
+predictive variance); then the window goes back into the posterior.
+
+The covariance ``S`` and mean ``M`` are carried alongside the exact sufficient statistics
+``gram = Z^T Z`` (integers) and ``cross = Z^T X``; ``S`` and ``M`` are recomputed from them
+every ``refresh_every`` windows so that rank-one drift cannot build up.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..likelihoods._linear_gaussian_kernels import (
+    add_row_to_posterior,
+    remove_row_from_posterior,
+)
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def window_log_density(C, E, w):
+    """``log N(E; 0, C (x) I_D)`` for a window covariance ``C`` (w x w) and residual ``E``.
+
+    Columns of ``E`` (one per dimension) are independent with covariance ``C``.
+    """
+    n_dims = E.shape[1]
+    if w == 1:
+        c = C[0, 0]
+        quad = 0.0
+        for d in range(n_dims):
+            quad += E[0, d] * E[0, d]
+        return -0.5 * (n_dims * (_LOG_2PI + math.log(c)) + quad / c)
+    L = np.zeros((w, w))
+    logdet = 0.0
+    for i in range(w):
+        for j in range(i + 1):
+            s = C[i, j]
+            for t in range(j):
+                s -= L[i, t] * L[j, t]
+            if i == j:
+                L[i, i] = math.sqrt(s)
+                logdet += 2.0 * math.log(L[i, i])
+            else:
+                L[i, j] = s / L[j, j]
+    quad = 0.0
+    y = np.empty(w)
+    for d in range(n_dims):
+        for i in range(w):
+            s = E[i, d]
+            for t in range(i):
+                s -= L[i, t] * y[t]
+            y[i] = s / L[i, i]
+            quad += y[i] * y[i]
+    return -0.5 * (n_dims * (w * _LOG_2PI + logdet) + quad)
+
+
+@njit(cache=True)
+def refresh_posterior(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
+    """Recompute ``S = (gram / s_x^2 + I / s_a^2)^{-1}`` and ``M = S cross / s_x^2``."""
+    K = n_features
+    if K == 0:
+        return
+    P = np.empty((K, K))
+    for i in range(K):
+        for j in range(K):
+            P[i, j] = gram[i, j] / sigma_x2
+        P[i, i] += 1.0 / sigma_a2
+    S = np.linalg.inv(P)
+    for i in range(K):
+        for j in range(K):
+            cov[i, j] = 0.5 * (S[i, j] + S[j, i])
+    for i in range(K):
+        for d in range(mean.shape[1]):
+            s = 0.0
+            for j in range(K):
+                s += cov[i, j] * cross[j, d]
+            mean[i, d] = s / sigma_x2
+
+
+@njit(cache=True)
+def _update_stats(gram, cross, z_row, x_row, n_features, sign):
+    for k in range(n_features):
+        if z_row[k] != 0:
+            for j in range(n_features):
+                if z_row[j] != 0:
+                    gram[k, j] += sign
+            for d in range(x_row.shape[0]):
+                cross[k, d] += sign * x_row[d]
+
+
+@njit(cache=True)
+def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
+    """Window covariance and residual after ``z_{W_i, k} += delta`` (into ``Cp``, ``Ep``)."""
+    for a in range(w):
+        for b in range(w):
+            Cp[a, b] = C[a, b]
+    for j in range(w):
+        if j != i:
+            Cp[i, j] = C[i, j] + delta * T[k, j]
+            Cp[j, i] = Cp[i, j]
+    Cp[i, i] = C[i, i] + 2.0 * delta * T[k, i] + cov[k, k]
+    for a in range(w):
+        for d in range(E.shape[1]):
+            Ep[a, d] = E[a, d]
+    for d in range(E.shape[1]):
+        Ep[i, d] = E[i, d] - delta * mean[k, d]
+
+
+@njit(cache=True)
+def sweep_accelerated(
+    X,
+    Z,
+    counts,
+    gram,
+    cross,
+    cov,
+    mean,
+    n_features,
+    order,
+    window,
+    alpha,
+    beta,
+    sigma_x2,
+    sigma_a2,
+    k_max,
+    refresh_every,
+    windows_done,
+    rng,
+):
+    """One iteration of Algorithm 1 over the rows in ``order``, in place.
+
+    ``Z`` must have at least ``n_features + window * k_max`` columns. Returns the new
+    number of live features and the running count of windows (for the refresh schedule).
+    Features that lose their last row keep their slot (count 0) until the caller compacts.
+    """
+    N = X.shape[0]
+    D = X.shape[1]
+    K = n_features
+    cap = Z.shape[1]
+    rate_new = alpha * beta / (beta + N - 1.0)
+    log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
+    log_new = np.empty(k_max + 1)
+    T = np.empty((cap, window))
+    C = np.empty((window, window))
+    E = np.empty((window, D))
+    Cp = np.empty((window, window))
+    Ep = np.empty((window, D))
+    n_rows = order.shape[0]
+    start = 0
+    while start < n_rows:
+        w = min(window, n_rows - start)
+        rows = order[start : start + w]
+        start += w
+        # Take the window out of the posterior: p(A | Z_-W, X_-W).
+        for r in rows:
+            remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+            _update_stats(gram, cross, Z[r], X[r], K, -1.0)
+        # T = S_-W Z_W^T, E = X_W - Z_W M_-W, C = Z_W T + s_x^2 I.
+        for i in range(w):
+            r = rows[i]
+            for j in range(K):
+                s = 0.0
+                for k in range(K):
+                    if Z[r, k] != 0:
+                        s += cov[j, k]
+                T[j, i] = s
+            for d in range(D):
+                s = X[r, d]
+                for k in range(K):
+                    if Z[r, k] != 0:
+                        s -= mean[k, d]
+                E[i, d] = s
+        for i in range(w):
+            for j in range(w):
+                s = 0.0
+                for k in range(K):
+                    if Z[rows[i], k] != 0:
+                        s += T[k, j]
+                C[i, j] = s
+            C[i, i] += sigma_x2
+        current = window_log_density(C, E, w)
+        for i in range(w):
+            r = rows[i]
+            for k in range(K):
+                zk = Z[r, k]
+                others = counts[k] - zk
+                delta = 1.0 - 2.0 * zk
+                if others == 0:
+                    if zk == 0:
+                        continue
+                    # A feature only this row has: drop it; new features replace it.
+                    _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
+                    accept = True
+                    proposed = window_log_density(Cp, Ep, w)
+                else:
+                    _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
+                    proposed = window_log_density(Cp, Ep, w)
+                    log_prior_odds = math.log(others) - math.log(beta + N - 1.0 - others)
+                    if zk == 0:
+                        log_odds = proposed - current + log_prior_odds
+                    else:
+                        log_odds = current - proposed + log_prior_odds
+                    p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
+                    new_z = 1 if rng.random() < p_one else 0
+                    accept = new_z != zk
+                if accept:
+                    for a in range(w):
+                        for b in range(w):
+                            C[a, b] = Cp[a, b]
+                    for d in range(D):
+                        E[i, d] = Ep[i, d]
+                    for j in range(K):
+                        T[j, i] += delta * cov[j, k]
+                    Z[r, k] = 1 - zk
+                    counts[k] += int(delta)
+                    current = proposed
+            # New features for row r (eq. 3.7): each adds s_a^2 to C[i, i].
+            c_ii = C[i, i]
+            best = -np.inf
+            for j in range(k_max + 1):
+                C[i, i] = c_ii + j * sigma_a2
+                log_new[j] = (
+                    j * log_rate_new - rate_new - math.lgamma(j + 1.0)
+                    + window_log_density(C, E, w)
+                )
+                if log_new[j] > best:
+                    best = log_new[j]
+            total = 0.0
+            for j in range(k_max + 1):
+                log_new[j] = math.exp(log_new[j] - best)
+                total += log_new[j]
+            u = rng.random() * total
+            n_new = 0
+            acc = log_new[0]
+            while acc < u and n_new < k_max:
+                n_new += 1
+                acc += log_new[n_new]
+            C[i, i] = c_ii + n_new * sigma_a2
+            for f in range(K, K + n_new):
+                for j in range(cap):
+                    cov[f, j] = 0.0
+                    cov[j, f] = 0.0
+                    gram[f, j] = 0.0
+                    gram[j, f] = 0.0
+                cov[f, f] = sigma_a2
+                for d in range(D):
+                    mean[f, d] = 0.0
+                    cross[f, d] = 0.0
+                for a in range(N):
+                    Z[a, f] = 0
+                Z[r, f] = 1
+                counts[f] = 1
+                for a in range(w):
+                    T[f, a] = 0.0
+                T[f, i] = sigma_a2
+            K += n_new
+            if n_new > 0:
+                current = window_log_density(C, E, w)
+        # Put the window back: p(A | Z, X).
+        for r in rows:
+            add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+            _update_stats(gram, cross, Z[r], X[r], K, 1.0)
+        windows_done += 1
+        if refresh_every > 0 and windows_done % refresh_every == 0:
+            refresh_posterior(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
+        if K + window * k_max > cap and start < n_rows:
+            # Out of spare columns: hand back to the caller to grow the arrays.
+            return K, windows_done, start
+    return K, windows_done, n_rows

@@ -1,0 +1,132 @@
+"""What every IBP solver shares: the chain state record and the solver interface.
+
+A solver is a small, clonable holder of its own parameters (``get_params``/``set_params``
+come from :class:`sklearn.base.BaseEstimator`, so ``GridSearchCV`` can tune
+``solver__window``). The estimator owns the loop; a solver only knows how to
+
+* ``initialize(X, Z, hyper, rng) -> state`` build its state from a completed data matrix
+  and a starting ``Z``;
+* ``sweep(state, rng)`` update every entry of ``Z`` once (and whatever else it carries);
+* ``sample_features(state, rng)`` return a draw of ``A`` from ``p(A | Z, X)``, which the
+  estimator uses to resample ``sigma_x``, ``sigma_a`` and the missing entries of ``X``;
+* ``set_hyperparameters(state, ...)`` and ``set_data(state, X)`` refresh its statistics.
+
+``rng`` is a :class:`numpy.random.Generator` owned by one chain; the numba kernels draw
+from it directly, so a seed fixes every draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ..likelihoods.linear_gaussian import (
+    log_marginal_likelihood_from_stats,
+    sample_features_from_information,
+)
+
+__all__ = ["BaseIBPSolver", "FeatureState"]
+
+
+@dataclass
+class FeatureState:
+    """The state of one chain of a linear-Gaussian IBP sampler.
+
+    ``Z`` has spare columns (capacity); only the first ``n_features`` are live. Solvers
+    hang their own statistics in ``stats`` (for example the information form of the
+    feature posterior).
+    """
+
+    X: np.ndarray
+    Z: np.ndarray
+    n_features: int
+    alpha: float
+    beta: float
+    sigma_x: float
+    sigma_a: float
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def active_Z(self) -> np.ndarray:
+        """The live columns of ``Z`` (a view)."""
+        return self.Z[:, : self.n_features]
+
+
+def with_capacity(Z, n_features, capacity):
+    """Return ``Z`` as a C-contiguous int8 array with at least ``capacity`` columns."""
+    capacity = max(int(capacity), 1)
+    out = np.zeros((Z.shape[0], capacity), dtype=np.int8)
+    out[:, :n_features] = Z[:, :n_features]
+    return out
+
+
+class BaseIBPSolver(BaseEstimator):
+    """Base class of the IBP samplers for the linear-Gaussian likelihood.
+
+    Subclasses set ``name`` and ``likelihoods`` (the likelihood names they can serve)
+    and implement :meth:`initialize` and :meth:`sweep`.
+    """
+
+    name = "base"
+    likelihoods = ("gaussian",)
+    # The estimator refuses missing data only if a solver sets this False.
+    handles_missing = True
+
+    def _truncation(self) -> int:
+        return int(getattr(self, "k_max", 4))
+
+    # -- interface --------------------------------------------------------------------
+    def initialize(self, X, Z, hyper, rng) -> FeatureState:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sweep(self, state: FeatureState, rng) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sufficient_statistics(self, state: FeatureState):
+        """``(Z^T Z, Z^T X)`` over the live features."""
+        Z = state.active_Z.astype(float)
+        return Z.T @ Z, Z.T @ state.X
+
+    def sample_features(self, state: FeatureState, rng) -> np.ndarray:
+        """Draw ``A ~ p(A | Z, X)`` (eq. A.3) for the current state."""
+        gram, cross = self.sufficient_statistics(state)
+        sx2 = state.sigma_x**2
+        precision = gram / sx2 + np.eye(gram.shape[0]) / state.sigma_a**2
+        return sample_features_from_information(precision, cross / sx2, rng)
+
+    def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        """Change the hyperparameters and refresh what depends on them."""
+        state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
+        self._refresh(state)
+
+    def set_data(self, state, X) -> None:
+        """Replace the completed data (after the missing entries were redrawn)."""
+        state.X = np.ascontiguousarray(X, dtype=float)
+        self._refresh(state)
+
+    def _refresh(self, state) -> None:
+        """Recompute every statistic from ``(X, Z)`` and the hyperparameters."""
+
+    def log_likelihood(self, state: FeatureState) -> float:
+        """Collapsed ``log p(X | Z)`` of the completed data (eq. A.2)."""
+        gram, cross = self.sufficient_statistics(state)
+        N, D = state.X.shape
+        return log_marginal_likelihood_from_stats(
+            gram, cross, float(np.sum(state.X**2)), N, D, state.sigma_x, state.sigma_a
+        )
+
+    def compact(self, state: FeatureState, keep: np.ndarray) -> None:
+        """Drop the live features not in the boolean mask ``keep`` (length n_features)."""
+        idx = np.flatnonzero(keep)
+        K_new = idx.size
+        if K_new == state.n_features:
+            return
+        state.Z[:, :K_new] = state.Z[:, idx]
+        state.Z[:, K_new : state.n_features] = 0
+        self._compact_stats(state, idx)
+        state.n_features = K_new
+
+    def _compact_stats(self, state, idx) -> None:
+        """Reorder the solver's per-feature statistics after :meth:`compact`."""

@@ -1,0 +1,169 @@
+"""Numba kernels of the Gibbs samplers that keep the features ``A`` explicit.
+
+Shared by the uncollapsed sampler (new features by the Metropolis proposal of Meeds et al.,
+Doshi-Velez 2009 sec. 3.1) and the semi-collapsed sampler (new features with their values
+integrated out, sec. 4.4). Given ``A``, rows are independent: ``z_nk`` depends on ``x_n``
+only through the residual ``x_n - z_n A`` (eq. 3.2), which the kernel keeps per row.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def _truncated_poisson(rng, rate, k_max):
+    """Draw from Poisson(rate) restricted to {0, ..., k_max} by inversion."""
+    u = rng.random()
+    p = math.exp(-rate)
+    total = 0.0
+    for j in range(k_max + 1):
+        total += p
+        p *= rate / (j + 1.0)
+    u *= total
+    p = math.exp(-rate)
+    acc = p
+    j = 0
+    while acc < u and j < k_max:
+        p *= rate / (j + 1.0)
+        j += 1
+        acc += p
+    return j
+
+
+@njit(cache=True)
+def sweep_explicit_features(
+    X, Z, counts, A, resid, n_features, order, alpha, beta, sigma_x2, sigma_a2, k_max,
+    integrate_new, rng,
+):
+    """One sweep over the rows in ``order`` of ``Z`` given ``A``, in place.
+
+    For each row: Gibbs for ``z_nk`` of features other rows share (eq. 3.2), then one move
+    on the row's singleton features. ``integrate_new=False``: a Metropolis proposal that
+    replaces them by ``Poisson(alpha beta / (beta + N - 1))`` new features with values drawn
+    from the prior, accepted with the likelihood ratio (sec. 3.1). ``integrate_new=True``:
+    the number of new features is Gibbs-sampled with their values integrated out,
+    ``x_n - z_n A ~ N(0, (s_x^2 + k s_a^2) I)``, and their values drawn from their posterior.
+
+    ``Z`` and ``A`` need ``k_max`` spare rows/columns. Returns ``(n_features, rows_done)``.
+    """
+    N = X.shape[0]
+    D = X.shape[1]
+    K = n_features
+    cap = Z.shape[1]
+    rate_new = alpha * beta / (beta + N - 1.0)
+    log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
+    sigma_a = math.sqrt(sigma_a2)
+    sigma_x = math.sqrt(sigma_x2)
+    r0 = np.empty(D)
+    log_new = np.empty(k_max + 1)
+    eps = np.empty((k_max, D))
+    for step in range(order.shape[0]):
+        n = order[step]
+        r = resid[n]
+        for k in range(K):
+            zk = Z[n, k]
+            others = counts[k] - zk
+            if others == 0:
+                continue
+            # log p(x | z_k = 1) - log p(x | z_k = 0) from the residual with z_k = 0.
+            dot = 0.0
+            sq = 0.0
+            for d in range(D):
+                base = r[d] + zk * A[k, d]
+                dot += base * A[k, d]
+                sq += A[k, d] * A[k, d]
+            log_odds = (2.0 * dot - sq) / (2.0 * sigma_x2)
+            log_odds += math.log(others) - math.log(beta + N - 1.0 - others)
+            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
+            new_value = 1 if rng.random() < p_one else 0
+            if new_value != zk:
+                sign = new_value - zk
+                for d in range(D):
+                    r[d] -= sign * A[k, d]
+                Z[n, k] = new_value
+                counts[k] += sign
+        # Residual with the row's singletons removed.
+        for d in range(D):
+            r0[d] = r[d]
+        n_single = 0
+        for k in range(K):
+            if Z[n, k] != 0 and counts[k] == 1:
+                n_single += 1
+                for d in range(D):
+                    r0[d] += A[k, d]
+        if integrate_new:
+            sq0 = 0.0
+            for d in range(D):
+                sq0 += r0[d] * r0[d]
+            best = -np.inf
+            for j in range(k_max + 1):
+                v = sigma_x2 + j * sigma_a2
+                log_new[j] = (
+                    j * log_rate_new - rate_new - math.lgamma(j + 1.0)
+                    - 0.5 * D * (_LOG_2PI + math.log(v)) - 0.5 * sq0 / v
+                )
+                if log_new[j] > best:
+                    best = log_new[j]
+            total = 0.0
+            for j in range(k_max + 1):
+                log_new[j] = math.exp(log_new[j] - best)
+                total += log_new[j]
+            u = rng.random() * total
+            n_new = 0
+            acc = log_new[0]
+            while acc < u and n_new < k_max:
+                n_new += 1
+                acc += log_new[n_new]
+            # Values of the new features given x_n: prior draws corrected towards the
+            # residual (their posterior is Gaussian with the sum constrained by r0).
+            if n_new > 0:
+                shrink = sigma_a2 / (sigma_x2 + n_new * sigma_a2)
+                for d in range(D):
+                    s = sigma_x * rng.standard_normal()
+                    for j in range(n_new):
+                        eps[j, d] = sigma_a * rng.standard_normal()
+                        s += eps[j, d]
+                    for j in range(n_new):
+                        eps[j, d] += shrink * (r0[d] - s)
+            accept = True
+        else:
+            n_new = _truncated_poisson(rng, rate_new, k_max)
+            for j in range(n_new):
+                for d in range(D):
+                    eps[j, d] = sigma_a * rng.standard_normal()
+            sq_old = 0.0
+            sq_new = 0.0
+            for d in range(D):
+                s = r0[d]
+                for j in range(n_new):
+                    s -= eps[j, d]
+                sq_new += s * s
+                sq_old += r[d] * r[d]
+            log_accept = -(sq_new - sq_old) / (2.0 * sigma_x2)
+            accept = log_accept >= 0.0 or rng.random() < math.exp(log_accept)
+            if n_single == 0 and n_new == 0:
+                accept = False
+        if accept:
+            for k in range(K):
+                if Z[n, k] != 0 and counts[k] == 1:
+                    Z[n, k] = 0
+                    counts[k] = 0
+            for d in range(D):
+                r[d] = r0[d]
+            for j in range(n_new):
+                f = K + j
+                for a in range(N):
+                    Z[a, f] = 0
+                Z[n, f] = 1
+                counts[f] = 1
+                for d in range(D):
+                    A[f, d] = eps[j, d]
+                    r[d] -= eps[j, d]
+            K += n_new
+        if K + k_max > cap and step + 1 < order.shape[0]:
+            return K, step + 1
+    return K, order.shape[0]

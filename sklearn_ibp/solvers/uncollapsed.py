@@ -1,0 +1,103 @@
+"""Uncollapsed Gibbs sampling for the IBP (Doshi-Velez 2009 sec. 3.1).
+
+The features ``A`` are explicit: given ``A`` each ``z_nk`` depends only on its own row
+(eq. 3.2), and ``A`` is drawn from its Gaussian posterior (eq. A.3) once a sweep. New
+features come from the Metropolis proposal of Meeds et al. (2007): the row's singleton
+features are replaced by ``Poisson(alpha/N)`` new ones with values from the prior, accepted
+with the likelihood ratio.
+"""
+
+from __future__ import annotations
+
+from numbers import Integral
+
+import numpy as np
+from sklearn.utils._param_validation import Interval
+
+from ._base import BaseIBPSolver, FeatureState, with_capacity
+from ._explicit_features_kernels import sweep_explicit_features
+
+__all__ = ["UncollapsedGibbs"]
+
+
+class UncollapsedGibbs(BaseIBPSolver):
+    """Uncollapsed Gibbs sampler with Metropolis proposals for new features (sec. 3.1).
+
+    Parameters
+    ----------
+    k_max : int, default=4
+        Largest number of new features proposed for one row (truncation of the Poisson).
+    """
+
+    name = "uncollapsed"
+    _integrate_new = False
+
+    _parameter_constraints: dict = {"k_max": [Interval(Integral, 1, None, closed="left")]}
+
+    def __init__(self, k_max=4):
+        self.k_max = k_max
+
+    def initialize(self, X, Z, hyper, rng) -> FeatureState:
+        K = Z.shape[1]
+        state = FeatureState(
+            X=np.ascontiguousarray(X, dtype=float),
+            Z=with_capacity(Z, K, K + 4 * self.k_max + 8),
+            n_features=K,
+            alpha=float(hyper["alpha"]),
+            beta=float(hyper["beta"]),
+            sigma_x=float(hyper["sigma_x"]),
+            sigma_a=float(hyper["sigma_a"]),
+        )
+        self._draw_features(state, rng)
+        return state
+
+    def _draw_features(self, state, rng) -> None:
+        """``A ~ p(A | Z, X)`` into spare-capacity storage, and the residual ``X - Z A``."""
+        K = state.n_features
+        A = np.zeros((state.Z.shape[1], state.X.shape[1]))
+        A[:K] = BaseIBPSolver.sample_features(self, state, rng)
+        state.stats["A"] = A
+        state.stats["counts"] = np.zeros(state.Z.shape[1], dtype=np.int64)
+        state.stats["counts"][:K] = state.active_Z.sum(axis=0)
+        self._refresh(state)
+
+    def _refresh(self, state) -> None:
+        K = state.n_features
+        A = state.stats["A"][:K]
+        state.stats["resid"] = np.ascontiguousarray(state.X - state.active_Z @ A)
+
+    def sweep(self, state: FeatureState, rng) -> None:
+        st = state.stats
+        order = rng.permutation(state.X.shape[0]).astype(np.int64)
+        position = 0
+        while position < order.shape[0]:
+            if state.n_features + self.k_max > state.Z.shape[1]:
+                cap = 2 * state.Z.shape[1]
+                state.Z = with_capacity(state.Z, state.n_features, cap)
+                for key in ("A", "counts"):
+                    old = st[key]
+                    st[key] = np.zeros((cap,) + old.shape[1:], dtype=old.dtype)
+                    st[key][: old.shape[0]] = old
+            K, done = sweep_explicit_features(
+                state.X, state.Z, st["counts"], st["A"], st["resid"], state.n_features,
+                order[position:], state.alpha, state.beta, state.sigma_x**2,
+                state.sigma_a**2, int(self.k_max), self._integrate_new, rng,
+            )
+            state.n_features = int(K)
+            position += int(done)
+        self.compact(state, st["counts"][: state.n_features] > 0)
+        self._draw_features(state, rng)
+
+    def _compact_stats(self, state, idx) -> None:
+        st = state.stats
+        st["A"][: idx.size] = st["A"][idx]
+        st["A"][idx.size :] = 0.0
+        st["counts"][: idx.size] = st["counts"][idx]
+        st["counts"][idx.size :] = 0
+
+    def sample_features(self, state, rng) -> np.ndarray:
+        """The current ``A``: it is already a draw from ``p(A | Z, X)``."""
+        return state.stats["A"][: state.n_features].copy()
+
+    def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
