@@ -120,6 +120,7 @@ class BaseIBPSampler(BaseEstimator):
                         TRACE_NAMES,
                         (log_joint, state.n_features, state.alpha, state.sigma_x,
                          state.sigma_a),
+                        strict=True,
                     ):
                         traces[name][c, it] = value
                     if it >= burn_in and (it - burn_in) % self.thin == 0:
