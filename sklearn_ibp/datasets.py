@@ -20,7 +20,8 @@ BLOCK_SHAPES = (
 
 def _block_features():
     A = np.zeros((4, 6, 6))
-    for k, (shape, (r, c)) in enumerate(zip(BLOCK_SHAPES, [(0, 0), (0, 3), (3, 0), (3, 3)], strict=True)):
+    corners = [(0, 0), (0, 3), (3, 0), (3, 3)]
+    for k, (shape, (r, c)) in enumerate(zip(BLOCK_SHAPES, corners, strict=True)):
         A[k, r : r + 3, c : c + 3] = shape
     return A.reshape(4, 36)
 
