@@ -9,6 +9,7 @@ random stream, burn-in, thinning, kept samples, per-iteration traces, a progress
 
 from __future__ import annotations
 
+import copy
 import warnings
 from numbers import Integral
 
@@ -93,6 +94,20 @@ class BaseIBPSampler(BaseEstimator):
         continuing = self.warm_start and hasattr(self, "_chains")
         if continuing:
             chains = self._chains
+            if len(chains) != self.n_chains:
+                raise ValueError(
+                    f"warm_start=True continues the previous {len(chains)} chain(s); "
+                    f"n_chains={self.n_chains} would need new ones. Set warm_start=False "
+                    "to start afresh."
+                )
+            for chain in chains:
+                # Continue on the data passed to this fit: observed entries come from X,
+                # entries missing now keep the chain's current imputation. Unchanged data
+                # leaves the state untouched, so the chain continues exactly.
+                state = chain["state"]
+                X_now = X if missing is None else np.where(missing, state.X, X)
+                if not np.array_equal(X_now, state.X):
+                    solver.set_data(state, X_now)
             burn_in = 0
             samples = list(self.samples_)
             old_traces = self.traces_
@@ -109,11 +124,19 @@ class BaseIBPSampler(BaseEstimator):
         traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in TRACE_NAMES}
         bar = _progress(n_chains * self.n_iter, self.verbose, type(self).__name__)
         interrupted = False
+        # (chain index, its state before the running iteration). A KeyboardInterrupt
+        # surfaces at the first bytecode after a numba kernel returns, that is in the
+        # middle of a sweep, with Z and the statistics changed in place but not yet
+        # n_features or the compaction; the chain is rolled back to this copy.
+        last_complete = None
         try:
             for c, chain in enumerate(chains):
-                state, rng = chain["state"], chain["rng"]
+                rng = chain["rng"]
                 for it in range(self.n_iter):
+                    last_complete = (c, copy.deepcopy(chain["state"]))
+                    state = chain["state"]
                     self._iterate(solver, state, rng, missing)
+                    last_complete = None  # the state is whole again: nothing to undo
                     log_joint = ibp_log_prob(state.active_Z, state.alpha, state.beta)
                     log_joint += solver.log_likelihood(state)
                     for name, value in zip(
@@ -130,6 +153,9 @@ class BaseIBPSampler(BaseEstimator):
                         bar.set_postfix(chain=c, K=state.n_features, log_joint=f"{log_joint:.1f}")
         except KeyboardInterrupt:
             interrupted = True
+            if last_complete is not None:
+                c, state = last_complete
+                chains[c]["state"] = state
             done = int(np.sum(~np.isnan(traces["log_joint"])))
             warnings.warn(
                 f"Sampling interrupted after {done} of {n_chains * self.n_iter} iterations; "
