@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
-from scipy.special import logsumexp
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from scipy.special import expit, logsumexp
+from sklearn.base import (
+    ClassNamePrefixFeaturesOutMixin,
+    TransformerMixin,
+    _fit_context,
+    clone,
+)
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
@@ -20,6 +25,11 @@ __all__ = ["IBPFactorAnalysis"]
 #: Largest number of features for which transform and score enumerate all 2^K patterns.
 MAX_EXACT_FEATURES = 12
 _LOG_2PI = np.log(2.0 * np.pi)
+#: The methods a solver object must have (see :class:`sklearn_ibp.solvers.BaseIBPSolver`).
+SOLVER_METHODS = (
+    "initialize", "sweep", "log_likelihood", "sample_features", "set_hyperparameters",
+    "set_data",
+)
 
 
 class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
@@ -63,8 +73,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Resample ``alpha``, ``sigma_x`` and ``sigma_a`` every sweep from their conditionals
         under Gamma(1, 1) priors (sec. 5.1).
     warm_start : bool, default=False
-        Continue the chains of the previous ``fit`` (on data of the same shape) for
-        ``n_iter`` more sweeps, keeping every ``thin``-th, instead of starting new ones.
+        Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
+        every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
+        on the ``X`` now given, which must have the same shape (and ``n_chains`` must be
+        unchanged). A chain stopped by ``KeyboardInterrupt`` continues from its last
+        completed sweep.
     random_state : int, RandomState instance or None, default=None
         Seeds every chain, numba kernels included: the same seed gives the same result.
     verbose : int, default=0
@@ -125,7 +138,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         "likelihood": [StrOptions({"gaussian"})],
         "sigma_x": [Interval(Real, 0, None, closed="neither"), None],
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
-        "solver": [StrOptions(set(SOLVERS)), HasMethods(["initialize", "sweep"])],
+        # Every method the sampling loop calls, so an incomplete solver object is refused
+        # up front with a message naming ``solver`` rather than failing mid-fit.
+        "solver": [StrOptions(set(SOLVERS)), HasMethods(list(SOLVER_METHODS))],
     }
 
     def __init__(
@@ -171,13 +186,14 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         if isinstance(self.solver, str):
             solver = SOLVERS[self.solver]()
         else:
-            from sklearn.base import clone
-
-            solver = clone(self.solver)
+            # safe=False: a duck-typed solver without get_params is deep-copied, so the
+            # user's object is never mutated by a fit.
+            solver = clone(self.solver, safe=False)
         if self.likelihood not in getattr(solver, "likelihoods", ("gaussian",)):
             servers = sorted(n for n, cls in SOLVERS.items() if self.likelihood in cls.likelihoods)
+            name = getattr(solver, "name", type(solver).__name__)
             raise ValueError(
-                f"solver={solver.name!r} cannot serve likelihood={self.likelihood!r}; "
+                f"solver={name!r} cannot serve likelihood={self.likelihood!r}; "
                 f"solvers that can: {servers}."
             )
         if hasattr(solver, "_validate_params"):
@@ -307,19 +323,28 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return ((codes[:, None] >> np.arange(K)[None, :]) & 1).astype(float)
 
     def _mean_field(self, Xc, n_steps=50):
-        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M)."""
-        M = self.components_
+        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M).
+
+        Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
+        (a fixed count: a convergence test over the batch would tie rows together).
+        """
+        M = np.ascontiguousarray(self.components_)
         sx2 = self.sigma_x_**2
         log_odds = self._prior_log_odds()
-        observed = ~np.isnan(Xc)
-        X0 = np.where(observed, Xc, 0.0)
-        q = np.tile(1.0 / (1.0 + np.exp(-log_odds)), (Xc.shape[0], 1))
+        observed = (~np.isnan(Xc)).astype(float)
+        X0 = np.where(observed > 0, Xc, 0.0)
+        q = np.tile(expit(log_odds), (Xc.shape[0], 1))
+        # Residual x - q M over the observed entries, kept current feature by feature so
+        # a step costs O(N K D) rather than rebuilding q M for every feature.
+        resid = (X0 - q @ M) * observed
+        half_sq_norms = 0.5 * observed @ (M**2).T  # (N, K): observed part of |M_k|^2 / 2
         for _ in range(n_steps):
             for k in range(self.n_components_):
-                recon = q @ M - q[:, [k]] * M[k]
-                resid = np.where(observed, X0 - recon, 0.0)
-                gain = (resid @ M[k] - 0.5 * observed @ (M[k] ** 2)) / sx2
-                q[:, k] = 1.0 / (1.0 + np.exp(-(log_odds[k] + gain)))
+                resid += np.outer(q[:, k], M[k]) * observed  # take feature k out
+                gain = (resid @ M[k] - half_sq_norms[:, k]) / sx2
+                # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
+                q[:, k] = expit(log_odds[k] + gain)
+                resid -= np.outer(q[:, k], M[k]) * observed
         return q
 
     def transform(self, X):
@@ -441,8 +466,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Z : ndarray of shape (n_samples, n_components_)
         """
         check_is_fitted(self)
+        if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
         rng = as_random_source(random_state)
-        p = 1.0 / (1.0 + np.exp(-self._prior_log_odds()))
+        p = expit(self._prior_log_odds())
         Z = (rng.random((n_samples, self.n_components_)) < p).astype(np.int8)
         noise = self.sigma_x_ * rng.standard_normal((n_samples, self.components_.shape[1]))
         return Z @ self.components_ + self.mean_ + noise, Z
