@@ -1,0 +1,259 @@
+"""The sampling loop of BaseIBPSampler: chains, burn-in, thinning, traces, interruption,
+warm start, progress bar and hyperparameter sampling."""
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_ibp import IBPFactorAnalysis
+from sklearn_ibp.base import TRACE_NAMES, SamplingInterruptedWarning
+from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
+from sklearn_ibp.priors.ibp import ibp_log_prob
+from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
+
+
+def _model(**params):
+    defaults = dict(n_iter=8, random_state=0)
+    return IBPFactorAnalysis(**{**defaults, **params})
+
+
+# -- chains, burn-in, thinning ---------------------------------------------------------
+@pytest.mark.parametrize(
+    "n_iter, burn_in, thin, n_chains",
+    [(7, 2, 2, 2), (8, None, 1, 1), (9, 0, 3, 3), (6, 5, 4, 2)],
+)
+def test_traces_and_kept_samples(small_data, n_iter, burn_in, thin, n_chains):
+    model = _model(n_iter=n_iter, burn_in=burn_in, thin=thin, n_chains=n_chains).fit(small_data)
+    assert set(model.traces_) == set(TRACE_NAMES)
+    for name, trace in model.traces_.items():
+        assert trace.shape == (n_chains, n_iter), name
+        assert np.all(np.isfinite(trace)), name
+    effective_burn_in = n_iter // 2 if burn_in is None else burn_in
+    kept = list(range(effective_burn_in, n_iter, thin))
+    assert len(kept) == math.ceil((n_iter - effective_burn_in) / thin)
+    assert len(model.samples_) == n_chains * len(kept)
+    assert model.n_iter_ == n_iter and model.interrupted_ is False
+    # Samples come chain by chain, from exactly the kept iterations.
+    for i, sample in enumerate(model.samples_):
+        chain, it = divmod(i, len(kept))
+        assert sample["chain"] == chain
+        assert sample["log_joint"] == model.traces_["log_joint"][chain, kept[it]]
+        n_features = model.traces_["n_features"][chain, kept[it]]
+        assert sample["Z"].shape == (small_data.shape[0], n_features)
+    # The fitted Z_ is the best kept sample.
+    best = max(model.samples_, key=lambda s: s["log_joint"])
+    assert np.array_equal(model.Z_, best["Z"])
+
+
+def test_chains_differ(small_data):
+    model = _model(n_chains=3).fit(small_data)
+    log_joint = model.traces_["log_joint"]
+    for a in range(3):
+        for b in range(a + 1, 3):
+            assert not np.array_equal(log_joint[a], log_joint[b])
+
+
+def test_log_joint_trace_is_the_model_log_joint(small_data):
+    # The trace value of the last sweep equals log p(Z) + log p(X | Z) recomputed from
+    # the kept sample with the public prior and likelihood functions.
+    model = _model(n_iter=4, burn_in=0).fit(small_data)
+    last = model.samples_[-1]
+    expected = ibp_log_prob(last["Z"], model.alpha, model.beta) + log_marginal_likelihood(
+        small_data - model.mean_, last["Z"], last["sigma_x"], last["sigma_a"]
+    )
+    assert last["log_joint"] == pytest.approx(expected, rel=1e-9)
+
+
+# -- KeyboardInterrupt -----------------------------------------------------------------
+def _interrupt_on_call(monkeypatch, k, corrupt=False):
+    """Make ``AcceleratedGibbs.sweep`` raise KeyboardInterrupt on its ``k``-th call.
+
+    With ``corrupt`` the interrupted call first changes the state in place, as a real
+    Ctrl-C does: it surfaces right after a numba kernel returned, mid-sweep.
+    """
+    original = AcceleratedGibbs.sweep
+    calls = {"n": 0}
+
+    def sweep(self, state, rng):
+        calls["n"] += 1
+        if calls["n"] == k:
+            if corrupt:
+                state.Z[:, : state.n_features] = 0
+                state.stats["gram"][:] = 0.0
+            raise KeyboardInterrupt
+        original(self, state, rng)
+
+    monkeypatch.setattr(AcceleratedGibbs, "sweep", sweep)
+    return calls
+
+
+def test_interrupt_keeps_samples_and_leaves_a_usable_estimator(small_data, monkeypatch):
+    calls = _interrupt_on_call(monkeypatch, k=7)
+    model = _model(n_iter=10, burn_in=3)
+    with pytest.warns(SamplingInterruptedWarning, match="interrupted after 6 of 10"):
+        model.fit(small_data)
+    assert calls["n"] == 7
+    assert model.interrupted_ is True
+    assert model.n_iter_ == 6
+    assert len(model.samples_) == 3  # iterations 3, 4, 5
+    assert np.all(np.isfinite(model.traces_["log_joint"][0, :6]))
+    assert np.all(np.isnan(model.traces_["log_joint"][0, 6:]))
+    out = model.transform(small_data)
+    assert out.shape == (small_data.shape[0], model.n_components_)
+    assert np.all(np.isfinite(out))
+    assert np.all(np.isfinite(model.score_samples(small_data)))
+
+
+def test_interrupt_in_a_later_chain(small_data, monkeypatch):
+    _interrupt_on_call(monkeypatch, k=6 + 3)  # third sweep of the second chain
+    model = _model(n_iter=6, burn_in=1, n_chains=2)
+    with pytest.warns(SamplingInterruptedWarning, match="after 8 of 12"):
+        model.fit(small_data)
+    assert len(model.samples_) == 5 + 1  # chain 0: iterations 1-5; chain 1: iteration 1
+    assert [s["chain"] for s in model.samples_] == [0] * 5 + [1]
+    assert np.isnan(model.traces_["log_joint"][1, 2:]).all()
+    model.transform(small_data)
+
+
+def test_interrupt_during_burn_in(small_data, monkeypatch):
+    _interrupt_on_call(monkeypatch, k=3)
+    model = _model(n_iter=10, burn_in=5)
+    with pytest.warns(SamplingInterruptedWarning):
+        model.fit(small_data)
+    assert model.interrupted_ is True and model.n_iter_ == 2
+    # No sweep past the burn-in: the chain's current state is kept as the one sample.
+    assert len(model.samples_) == 1
+    assert model.samples_[0]["log_joint"] == model.traces_["log_joint"][0, 1]
+    assert model.transform(small_data).shape[1] == model.n_components_
+
+
+def test_interrupt_mid_sweep_rolls_the_chain_back(small_data, monkeypatch):
+    reference = _model(n_iter=5, burn_in=0).fit(small_data).traces_["log_joint"]
+    _interrupt_on_call(monkeypatch, k=3, corrupt=True)
+    model = _model(n_iter=5, burn_in=4, warm_start=True)
+    with pytest.warns(SamplingInterruptedWarning):
+        model.fit(small_data)
+    # The half-updated state was discarded: the kept sample is the state after sweep 2.
+    assert np.all(model.feature_counts_ > 0)
+    assert model.samples_[0]["log_joint"] == reference[0, 1]
+    # And continuing gives exactly the uninterrupted chain (the interrupted call drew
+    # no random numbers).
+    model.set_params(n_iter=3).fit(small_data)
+    assert np.array_equal(model.traces_["log_joint"][0, -3:], reference[0, 2:5])
+
+
+# -- warm start ------------------------------------------------------------------------
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_warm_start_continues_the_chain(small_data, solver):
+    model = _model(solver=solver, n_iter=10, warm_start=True).fit(small_data)
+    first = model.traces_["log_joint"].copy()
+    n_samples = len(model.samples_)
+    model.set_params(n_iter=5).fit(small_data)
+    for name, trace in model.traces_.items():
+        assert trace.shape == (1, 15), name
+    assert np.array_equal(model.traces_["log_joint"][:, :10], first)
+    assert len(model.samples_) == n_samples + 5  # no burn-in when continuing
+    assert model.n_iter_ == 15
+    # Continuing is exactly one longer chain, not a restart.
+    straight = _model(solver=solver, n_iter=15).fit(small_data)
+    assert np.array_equal(model.traces_["log_joint"], straight.traces_["log_joint"])
+    # A fresh start with the same seed would have repeated the first five sweeps.
+    assert not np.array_equal(model.traces_["log_joint"][:, 10:], first[:, :5])
+
+
+def test_warm_start_false_starts_afresh(small_data):
+    model = _model(n_iter=6).fit(small_data)
+    first = model.traces_["log_joint"].copy()
+    model.fit(small_data)
+    assert model.traces_["log_joint"].shape == (1, 6)
+    assert np.array_equal(model.traces_["log_joint"], first)
+
+
+def test_warm_start_uses_the_new_data(small_data):
+    model = _model(n_iter=6, burn_in=0, warm_start=True).fit(small_data)
+    X_new = np.array(small_data)
+    X_new[:, 0] = 10.0 * X_new[:, 0] + 1.0
+    model.set_params(n_iter=2).fit(X_new)
+    last = model.samples_[-1]
+    expected = ibp_log_prob(last["Z"], model.alpha, model.beta) + log_marginal_likelihood(
+        X_new - model.mean_, last["Z"], last["sigma_x"], last["sigma_a"]
+    )
+    assert last["log_joint"] == pytest.approx(expected, rel=1e-9)
+
+
+def test_warm_start_refuses_other_shapes(small_data):
+    model = _model(n_iter=4, warm_start=True).fit(small_data)
+    with pytest.raises(ValueError, match="warm_start=True .* fitted on 30 rows; X has 20 rows"):
+        model.fit(small_data[:20])
+    with pytest.raises(ValueError, match="X has 4 features, but IBPFactorAnalysis is expecting 5"):
+        model.fit(small_data[:, :4])
+    with pytest.raises(ValueError, match="warm_start=True continues the previous 1 chain"):
+        model.set_params(n_chains=2).fit(small_data)
+
+
+def test_warm_start_with_missing_values(small_data):
+    X = np.array(small_data)
+    X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    model = _model(n_iter=6, warm_start=True).fit(X)
+    model.set_params(n_iter=3).fit(X)
+    assert model.traces_["log_joint"].shape == (1, 9)
+    assert np.all(np.isfinite(model.traces_["log_joint"]))
+    straight = _model(n_iter=9).fit(X)
+    assert np.array_equal(model.traces_["log_joint"], straight.traces_["log_joint"])
+
+
+# -- progress bar ----------------------------------------------------------------------
+def test_verbose_shows_a_progress_bar(small_data, capsys):
+    _model(n_iter=4, verbose=1).fit(small_data)
+    err = capsys.readouterr().err
+    assert "IBPFactorAnalysis" in err
+    assert "4/4" in err
+    assert "log_joint" in err
+
+
+def test_quiet_by_default(small_data, capsys):
+    _model(n_iter=4).fit(small_data)
+    captured = capsys.readouterr()
+    assert captured.err == "" and captured.out == ""
+
+
+# -- hyperparameters -------------------------------------------------------------------
+@pytest.mark.parametrize("solver", sorted(SOLVERS))
+def test_sample_hyperparameters(small_data, solver):
+    model = _model(solver=solver, n_iter=8, sample_hyperparameters=True).fit(small_data)
+    for name in ("alpha", "sigma_x", "sigma_a"):
+        trace = model.traces_[name][0]
+        assert np.all(np.isfinite(trace) & (trace > 0)), name
+        assert len(np.unique(trace)) > 1, name
+    assert model.alpha_ in model.traces_["alpha"]
+    assert model.alpha == 1.0  # the parameter is a starting value, never overwritten
+
+
+@pytest.mark.parametrize("missing", [False, True])
+def test_fixed_hyperparameters_stay_fixed(small_data, missing):
+    X = np.array(small_data)
+    if missing:
+        X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    model = _model(alpha=2.0, sigma_x=0.3, sigma_a=1.5).fit(X)
+    assert np.all(model.traces_["alpha"] == 2.0)
+    assert np.all(model.traces_["sigma_x"] == 0.3)
+    assert np.all(model.traces_["sigma_a"] == 1.5)
+    assert (model.alpha_, model.sigma_x_, model.sigma_a_) == (2.0, 0.3, 1.5)
+
+
+def test_default_noise_levels_follow_the_data_scale(small_data):
+    scaled = 100.0 * np.asarray(small_data)
+    a = _model(n_iter=3).fit(small_data)
+    b = _model(n_iter=3).fit(scaled)
+    assert b.sigma_x_ == pytest.approx(100.0 * a.sigma_x_, rel=1e-12)
+    assert b.sigma_a_ == pytest.approx(100.0 * a.sigma_a_, rel=1e-12)
+
+
+def test_no_warnings_on_a_plain_fit(small_data):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        model = _model().fit(small_data)
+        model.transform(small_data)
+        model.score(small_data)
