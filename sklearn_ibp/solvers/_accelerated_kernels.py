@@ -118,6 +118,211 @@ def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
 
 
 @njit(cache=True)
+def _draw_new_count(log_weights, rng):
+    """Draw an index with probability proportional to ``exp(log_weights)``."""
+    best = -np.inf
+    for j in range(log_weights.shape[0]):
+        if log_weights[j] > best:
+            best = log_weights[j]
+    total = 0.0
+    for j in range(log_weights.shape[0]):
+        log_weights[j] = math.exp(log_weights[j] - best)
+        total += log_weights[j]
+    u = rng.random() * total
+    j = 0
+    acc = log_weights[0]
+    while acc < u and j < log_weights.shape[0] - 1:
+        j += 1
+        acc += log_weights[j]
+    return j
+
+
+@njit(cache=True)
+def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2):
+    """Start ``n_new`` features at column ``first`` that only row ``r`` has.
+
+    Given the other rows their values have the prior ``N(0, s_a^2)``, uncorrelated with the
+    existing features, and no statistics.
+    """
+    cap = Z.shape[1]
+    for f in range(first, first + n_new):
+        for j in range(cap):
+            cov[f, j] = 0.0
+            cov[j, f] = 0.0
+            gram[f, j] = 0.0
+            gram[j, f] = 0.0
+        cov[f, f] = sigma_a2
+        for d in range(mean.shape[1]):
+            mean[f, d] = 0.0
+            cross[f, d] = 0.0
+        for a in range(Z.shape[0]):
+            Z[a, f] = 0
+        Z[r, f] = 1
+        counts[f] = 1
+
+
+@njit(cache=True)
+def _log_prior_odds(others, n_rows, beta):
+    return math.log(others) - math.log(beta + n_rows - 1.0 - others)
+
+
+@njit(cache=True)
+def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigma_a2,
+                k_max, log_rate_new, rate_new, t, e, log_new, rng):
+    """Gibbs-sample row ``r`` given ``p(A | Z_-r, X_-r)`` (window of one row, eq. 4.2).
+
+    With one row the predictive is ``N(x; z M, c I)``, ``c = s_x^2 + z S z^T``: a flip of
+    ``z_k`` by ``delta`` moves the residual ``e = x - z M`` by ``-delta M_k`` and ``c`` by
+    ``2 delta (S z)_k + S_kk``, so each candidate costs O(D) without copying anything.
+    Returns the new number of features.
+    """
+    N = X.shape[0]
+    D = X.shape[1]
+    for j in range(K):
+        s = 0.0
+        for k in range(K):
+            if Z[r, k] != 0:
+                s += cov[j, k]
+        t[j] = s
+    c = sigma_x2
+    for k in range(K):
+        if Z[r, k] != 0:
+            c += t[k]
+    ee = 0.0
+    for d in range(D):
+        s = X[r, d]
+        for k in range(K):
+            if Z[r, k] != 0:
+                s -= mean[k, d]
+        e[d] = s
+        ee += s * s
+    current = -0.5 * (D * math.log(c) + ee / c)
+    for k in range(K):
+        zk = Z[r, k]
+        others = counts[k] - zk
+        if others == 0 and zk == 0:
+            continue
+        delta = 1.0 - 2.0 * zk
+        em = 0.0
+        mm = 0.0
+        for d in range(D):
+            em += e[d] * mean[k, d]
+            mm += mean[k, d] * mean[k, d]
+        ee_new = ee - 2.0 * delta * em + mm
+        c_new = c + 2.0 * delta * t[k] + cov[k, k]
+        proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
+        if others == 0:
+            accept = True  # only this row has it: drop it; new features replace it
+        else:
+            log_odds = _log_prior_odds(others, N, beta)
+            log_odds += proposed - current if zk == 0 else current - proposed
+            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
+            accept = (1 if rng.random() < p_one else 0) != zk
+        if accept:
+            for d in range(D):
+                e[d] -= delta * mean[k, d]
+            for j in range(K):
+                t[j] += delta * cov[j, k]
+            ee = ee_new
+            c = c_new
+            current = proposed
+            Z[r, k] = 1 - zk
+            counts[k] += int(delta)
+    # New features (eq. 3.7): each adds s_a^2 to c.
+    for j in range(k_max + 1):
+        cj = c + j * sigma_a2
+        log_new[j] = (
+            j * log_rate_new - rate_new - math.lgamma(j + 1.0)
+            - 0.5 * (D * math.log(cj) + ee / cj)
+        )
+    n_new = _draw_new_count(log_new, rng)
+    _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
+    return K + n_new
+
+
+@njit(cache=True)
+def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
+                   sigma_a2, k_max, log_rate_new, rate_new, T, C, E, Cp, Ep, log_new, rng):
+    """Gibbs-sample the rows of a window jointly given ``p(A | Z_-W, X_-W)`` (eq. 4.2).
+
+    ``T = S_-W Z_W^T``, ``E = X_W - Z_W M_-W`` and ``C = Z_W T + s_x^2 I`` are kept up to
+    date under each flip. Returns the new number of features.
+    """
+    N = X.shape[0]
+    D = X.shape[1]
+    w = rows.shape[0]
+    for i in range(w):
+        r = rows[i]
+        for j in range(K):
+            s = 0.0
+            for k in range(K):
+                if Z[r, k] != 0:
+                    s += cov[j, k]
+            T[j, i] = s
+        for d in range(D):
+            s = X[r, d]
+            for k in range(K):
+                if Z[r, k] != 0:
+                    s -= mean[k, d]
+            E[i, d] = s
+    for i in range(w):
+        for j in range(w):
+            s = 0.0
+            for k in range(K):
+                if Z[rows[i], k] != 0:
+                    s += T[k, j]
+            C[i, j] = s
+        C[i, i] += sigma_x2
+    current = window_log_density(C, E, w)
+    for i in range(w):
+        r = rows[i]
+        for k in range(K):
+            zk = Z[r, k]
+            others = counts[k] - zk
+            if others == 0 and zk == 0:
+                continue
+            delta = 1.0 - 2.0 * zk
+            _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
+            proposed = window_log_density(Cp, Ep, w)
+            if others == 0:
+                accept = True
+            else:
+                log_odds = _log_prior_odds(others, N, beta)
+                log_odds += proposed - current if zk == 0 else current - proposed
+                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
+                accept = (1 if rng.random() < p_one else 0) != zk
+            if accept:
+                for a in range(w):
+                    for b in range(w):
+                        C[a, b] = Cp[a, b]
+                for d in range(D):
+                    E[i, d] = Ep[i, d]
+                for j in range(K):
+                    T[j, i] += delta * cov[j, k]
+                Z[r, k] = 1 - zk
+                counts[k] += int(delta)
+                current = proposed
+        c_ii = C[i, i]
+        for j in range(k_max + 1):
+            C[i, i] = c_ii + j * sigma_a2
+            log_new[j] = (
+                j * log_rate_new - rate_new - math.lgamma(j + 1.0)
+                + window_log_density(C, E, w)
+            )
+        n_new = _draw_new_count(log_new, rng)
+        C[i, i] = c_ii + n_new * sigma_a2
+        _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
+        for f in range(K, K + n_new):
+            for a in range(w):
+                T[f, a] = 0.0
+            T[f, i] = sigma_a2
+        K += n_new
+        if n_new > 0:
+            current = window_log_density(C, E, w)
+    return K
+
+
+@njit(cache=True)
 def sweep_accelerated(
     X,
     Z,
@@ -141,8 +346,10 @@ def sweep_accelerated(
     """One iteration of Algorithm 1 over the rows in ``order``, in place.
 
     ``Z`` must have at least ``n_features + window * k_max`` columns. Returns the new
-    number of live features and the running count of windows (for the refresh schedule).
-    Features that lose their last row keep their slot (count 0) until the caller compacts.
+    number of live features, the running count of windows (for the refresh schedule) and
+    the number of rows done: the sweep stops early when the spare columns run out, for
+    the caller to grow the arrays and call again with the rest of ``order``. Features that
+    lose their last row keep their slot (count 0) until the caller compacts.
     """
     N = X.shape[0]
     D = X.shape[1]
@@ -151,6 +358,8 @@ def sweep_accelerated(
     rate_new = alpha * beta / (beta + N - 1.0)
     log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
     log_new = np.empty(k_max + 1)
+    t = np.empty(cap)
+    e = np.empty(D)
     T = np.empty((cap, window))
     C = np.empty((window, window))
     E = np.empty((window, D))
@@ -166,107 +375,13 @@ def sweep_accelerated(
         for r in rows:
             remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
             _update_stats(gram, cross, Z[r], X[r], K, -1.0)
-        # T = S_-W Z_W^T, E = X_W - Z_W M_-W, C = Z_W T + s_x^2 I.
-        for i in range(w):
-            r = rows[i]
-            for j in range(K):
-                s = 0.0
-                for k in range(K):
-                    if Z[r, k] != 0:
-                        s += cov[j, k]
-                T[j, i] = s
-            for d in range(D):
-                s = X[r, d]
-                for k in range(K):
-                    if Z[r, k] != 0:
-                        s -= mean[k, d]
-                E[i, d] = s
-        for i in range(w):
-            for j in range(w):
-                s = 0.0
-                for k in range(K):
-                    if Z[rows[i], k] != 0:
-                        s += T[k, j]
-                C[i, j] = s
-            C[i, i] += sigma_x2
-        current = window_log_density(C, E, w)
-        for i in range(w):
-            r = rows[i]
-            for k in range(K):
-                zk = Z[r, k]
-                others = counts[k] - zk
-                delta = 1.0 - 2.0 * zk
-                if others == 0:
-                    if zk == 0:
-                        continue
-                    # A feature only this row has: drop it; new features replace it.
-                    _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
-                    accept = True
-                    proposed = window_log_density(Cp, Ep, w)
-                else:
-                    _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
-                    proposed = window_log_density(Cp, Ep, w)
-                    log_prior_odds = math.log(others) - math.log(beta + N - 1.0 - others)
-                    if zk == 0:
-                        log_odds = proposed - current + log_prior_odds
-                    else:
-                        log_odds = current - proposed + log_prior_odds
-                    p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
-                    new_z = 1 if rng.random() < p_one else 0
-                    accept = new_z != zk
-                if accept:
-                    for a in range(w):
-                        for b in range(w):
-                            C[a, b] = Cp[a, b]
-                    for d in range(D):
-                        E[i, d] = Ep[i, d]
-                    for j in range(K):
-                        T[j, i] += delta * cov[j, k]
-                    Z[r, k] = 1 - zk
-                    counts[k] += int(delta)
-                    current = proposed
-            # New features for row r (eq. 3.7): each adds s_a^2 to C[i, i].
-            c_ii = C[i, i]
-            best = -np.inf
-            for j in range(k_max + 1):
-                C[i, i] = c_ii + j * sigma_a2
-                log_new[j] = (
-                    j * log_rate_new - rate_new - math.lgamma(j + 1.0)
-                    + window_log_density(C, E, w)
-                )
-                if log_new[j] > best:
-                    best = log_new[j]
-            total = 0.0
-            for j in range(k_max + 1):
-                log_new[j] = math.exp(log_new[j] - best)
-                total += log_new[j]
-            u = rng.random() * total
-            n_new = 0
-            acc = log_new[0]
-            while acc < u and n_new < k_max:
-                n_new += 1
-                acc += log_new[n_new]
-            C[i, i] = c_ii + n_new * sigma_a2
-            for f in range(K, K + n_new):
-                for j in range(cap):
-                    cov[f, j] = 0.0
-                    cov[j, f] = 0.0
-                    gram[f, j] = 0.0
-                    gram[j, f] = 0.0
-                cov[f, f] = sigma_a2
-                for d in range(D):
-                    mean[f, d] = 0.0
-                    cross[f, d] = 0.0
-                for a in range(N):
-                    Z[a, f] = 0
-                Z[r, f] = 1
-                counts[f] = 1
-                for a in range(w):
-                    T[f, a] = 0.0
-                T[f, i] = sigma_a2
-            K += n_new
-            if n_new > 0:
-                current = window_log_density(C, E, w)
+        if w == 1:
+            K = _sample_row(X, Z, counts, gram, cross, cov, mean, K, rows[0], beta, sigma_x2,
+                            sigma_a2, k_max, log_rate_new, rate_new, t, e, log_new, rng)
+        else:
+            K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
+                               sigma_a2, k_max, log_rate_new, rate_new, T, C, E, Cp, Ep,
+                               log_new, rng)
         # Put the window back: p(A | Z, X).
         for r in rows:
             add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
@@ -275,6 +390,5 @@ def sweep_accelerated(
         if refresh_every > 0 and windows_done % refresh_every == 0:
             refresh_posterior(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
         if K + window * k_max > cap and start < n_rows:
-            # Out of spare columns: hand back to the caller to grow the arrays.
             return K, windows_done, start
     return K, windows_done, n_rows
