@@ -375,7 +375,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         for start in range(0, Xc.shape[0], 512):
             block = self._config_log_joint(Xc[start : start + 512], patterns)
             block -= logsumexp(block, axis=1, keepdims=True)
-            out[start : start + 512] = np.exp(block) @ patterns
+            # Rounding can carry a sum of probabilities a few ulps past 1.
+            out[start : start + 512] = np.clip(np.exp(block) @ patterns, 0.0, 1.0)
         return out
 
     def inverse_transform(self, X):
