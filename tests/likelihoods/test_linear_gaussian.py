@@ -1,0 +1,127 @@
+"""The linear-Gaussian likelihood against brute-force Gaussian computations."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal
+
+from sklearn_ibp.likelihoods import (
+    feature_posterior,
+    information_form,
+    log_marginal_likelihood,
+    row_log_predictive,
+    sample_features,
+)
+from sklearn_ibp.likelihoods._linear_gaussian_kernels import (
+    add_row_to_posterior,
+    remove_row_from_posterior,
+)
+
+SX, SA = 0.6, 1.3
+
+
+@pytest.fixture
+def data():
+    rng = np.random.default_rng(0)
+    Z = (rng.random((15, 4)) < 0.5).astype(np.int8)
+    X = Z @ rng.normal(size=(4, 3)) * SA + SX * rng.normal(size=(15, 3))
+    return X, Z
+
+
+def brute_force_marginal(X, Z):
+    N = X.shape[0]
+    cov = SA**2 * Z @ Z.T + SX**2 * np.eye(N)
+    total = 0.0
+    for d in range(X.shape[1]):
+        seen = ~np.isnan(X[:, d])
+        total += multivariate_normal(np.zeros(seen.sum()), cov[np.ix_(seen, seen)]).logpdf(
+            X[seen, d]
+        )
+    return total
+
+
+def test_marginal_matches_multivariate_normal(data):
+    X, Z = data
+    assert log_marginal_likelihood(X, Z, SX, SA) == pytest.approx(brute_force_marginal(X, Z))
+
+
+def test_marginal_with_missing_entries_is_masked_not_filled(data):
+    X, Z = data
+    X = X.copy()
+    X[[1, 4, 4, 9], [0, 1, 2, 0]] = np.nan
+    expected = brute_force_marginal(X, Z)
+    assert log_marginal_likelihood(X, Z, SX, SA) == pytest.approx(expected)
+    filled = np.nan_to_num(X)
+    assert log_marginal_likelihood(filled, Z, SX, SA) != pytest.approx(expected)
+
+
+def test_posterior_is_the_regression_posterior(data):
+    X, Z = data
+    mean, cov = feature_posterior(X, Z, SX, SA)
+    Zf = Z.astype(float)
+    M = Zf.T @ Zf + (SX / SA) ** 2 * np.eye(4)  # eq. A.3
+    np.testing.assert_allclose(mean, np.linalg.solve(M, Zf.T @ X))
+    np.testing.assert_allclose(cov, SX**2 * np.linalg.inv(M))
+    precision, shift = information_form(X, Z, SX, SA)
+    np.testing.assert_allclose(np.linalg.solve(precision, shift), mean)
+
+
+def test_posterior_with_missing_entries_per_dimension(data):
+    X, Z = data
+    X = X.copy()
+    X[[2, 3], 1] = np.nan
+    mean, cov = feature_posterior(X, Z, SX, SA)
+    assert cov.shape == (3, 4, 4)
+    keep = ~np.isnan(X[:, 1])
+    m1, c1 = feature_posterior(X[keep][:, [1]], Z[keep], SX, SA)
+    np.testing.assert_allclose(mean[:, 1], m1[:, 0])
+    np.testing.assert_allclose(cov[1], c1)
+
+
+def test_rank_one_moves_match_recomputation(data):
+    X, Z = data
+    mean, cov = feature_posterior(X, Z, SX, SA)
+    mean, cov = mean.copy(), cov.copy()
+    for n in [3, 7, 0]:
+        remove_row_from_posterior(cov, mean, Z[n], X[n], SX**2, 4)
+    rest = np.setdiff1d(np.arange(15), [3, 7, 0])
+    m, c = feature_posterior(X[rest], Z[rest], SX, SA)
+    np.testing.assert_allclose(mean, m, atol=1e-12)
+    np.testing.assert_allclose(cov, c, atol=1e-12)
+    for n in [7, 0, 3]:
+        add_row_to_posterior(cov, mean, Z[n], X[n], SX**2, 4)
+    m, c = feature_posterior(X, Z, SX, SA)
+    np.testing.assert_allclose(mean, m, atol=1e-12)
+    np.testing.assert_allclose(cov, c, atol=1e-12)
+
+
+def test_row_predictive_matches_leave_one_out_marginal(data):
+    X, Z = data
+    # p(x_n | X_-n, Z) = p(X | Z) / p(X_-n | Z_-n) (eq. 4.1 with a window of one row).
+    n = 5
+    rest = np.arange(15) != n
+    mean, cov = feature_posterior(X[rest], Z[rest], SX, SA)
+    lp = row_log_predictive(X[[n]], Z[[n]], mean, cov, SX)[0]
+    ratio = log_marginal_likelihood(X, Z, SX, SA) - log_marginal_likelihood(
+        X[rest], Z[rest], SX, SA
+    )
+    assert lp == pytest.approx(ratio)
+    Xm = X[[n]].copy()
+    Xm[0, 1] = np.nan
+    lp_masked = row_log_predictive(Xm, Z[[n]], mean, cov, SX)[0]
+    Xfull = X.copy()
+    Xfull[n, 1] = np.nan
+    ratio_masked = log_marginal_likelihood(Xfull, Z, SX, SA) - log_marginal_likelihood(
+        X[rest], Z[rest], SX, SA
+    )
+    assert lp_masked == pytest.approx(ratio_masked)
+
+
+def test_feature_draws_have_posterior_moments(data):
+    X, Z = data
+    mean, cov = feature_posterior(X, Z, SX, SA)
+    rng = np.random.default_rng(0)
+    draws = np.array([sample_features(X, Z, SX, SA, rng) for _ in range(4000)])
+    se = np.sqrt(np.diag(cov))[:, None] / np.sqrt(len(draws))
+    assert np.all(np.abs(draws.mean(axis=0) - mean) < 4.5 * se)
+    emp = np.cov(draws[:, :, 0].T)
+    np.testing.assert_allclose(emp, cov, atol=0.1 * np.abs(cov).max())
