@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
+from threadpoolctl import threadpool_limits
 
 from .priors.ibp import ibp_log_prob, sample_alpha_posterior
 
@@ -129,6 +130,9 @@ class BaseIBPSampler(BaseEstimator):
         # middle of a sweep, with Z and the statistics changed in place but not yet
         # n_features or the compaction; the chain is rolled back to this copy.
         last_complete = None
+        # The loop's BLAS calls are on K x K and N x K matrices, far too small to gain from
+        # threads; OpenBLAS threads on a busy machine slowed them tenfold (benchmarks/).
+        blas_limit = threadpool_limits(limits=1, user_api="blas")
         try:
             for c, chain in enumerate(chains):
                 rng = chain["rng"]
@@ -164,6 +168,7 @@ class BaseIBPSampler(BaseEstimator):
                 stacklevel=3,
             )
         finally:
+            blas_limit.restore_original_limits()
             if bar is not None:
                 bar.close()
         if not samples:
