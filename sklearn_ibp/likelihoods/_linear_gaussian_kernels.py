@@ -9,8 +9,10 @@ mean follow by the Sherman-Morrison formula in O(K^2 + KD).
 import numpy as np
 from numba import njit
 
+from .._numba import FAST_MATH
 
-@njit(cache=True)
+
+@njit(cache=True, fastmath=FAST_MATH)
 def _project_row(cov, mean, z_row, x_row, n_features, u, zm):
     """Fill ``u = S z`` and ``zm = z^T M - x`` and return ``z^T S z``."""
     n_dims = mean.shape[1]
@@ -31,7 +33,7 @@ def _project_row(cov, mean, z_row, x_row, n_features, u, zm):
     return zu
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _rank_one_move(cov, mean, n_features, u, zm, denom):
     """``S <- S - u u^T / denom`` and ``M <- M - u zm^T / denom``."""
     n_dims = mean.shape[1]
@@ -45,7 +47,7 @@ def _rank_one_move(cov, mean, n_features, u, zm, denom):
             mean[j, d] -= uj * zm[d]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def remove_row_from_posterior(cov, mean, z_row, x_row, sigma_x2, n_features):
     """Take one row out of the feature posterior, in place.
 
@@ -63,7 +65,7 @@ def remove_row_from_posterior(cov, mean, z_row, x_row, sigma_x2, n_features):
     _rank_one_move(cov, mean, n_features, u, zm, -c)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def add_row_to_posterior(cov, mean, z_row, x_row, sigma_x2, n_features):
     """Put one row into the feature posterior, in place.
 

@@ -20,6 +20,7 @@ import math
 import numpy as np
 from numba import njit
 
+from .._numba import FAST_MATH
 from ..likelihoods._linear_gaussian_kernels import (
     add_row_to_posterior,
     remove_row_from_posterior,
@@ -28,7 +29,7 @@ from ..likelihoods._linear_gaussian_kernels import (
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def window_log_density(C, E, w):
     """``log N(E; 0, C (x) I_D)`` for a window covariance ``C`` (w x w) and residual ``E``.
 
@@ -65,7 +66,7 @@ def window_log_density(C, E, w):
     return -0.5 * (n_dims * (w * _LOG_2PI + logdet) + quad)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def refresh_posterior(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
     """Recompute ``S = (gram / s_x^2 + I / s_a^2)^{-1}`` and ``M = S cross / s_x^2``."""
     K = n_features
@@ -88,7 +89,7 @@ def refresh_posterior(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
             mean[i, d] = s / sigma_x2
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _update_stats(gram, cross, z_row, x_row, n_features, sign):
     for k in range(n_features):
         if z_row[k] != 0:
@@ -99,7 +100,7 @@ def _update_stats(gram, cross, z_row, x_row, n_features, sign):
                 cross[k, d] += sign * x_row[d]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
     """Window covariance and residual after ``z_{W_i, k} += delta`` (into ``Cp``, ``Ep``)."""
     for a in range(w):
@@ -117,7 +118,7 @@ def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
         Ep[i, d] = E[i, d] - delta * mean[k, d]
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _draw_new_count(log_weights, rng):
     """Draw an index with probability proportional to ``exp(log_weights)``."""
     best = -np.inf
@@ -137,7 +138,7 @@ def _draw_new_count(log_weights, rng):
     return j
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2):
     """Start ``n_new`` features at column ``first`` that only row ``r`` has.
 
@@ -161,55 +162,81 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
         counts[f] = 1
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _log_prior_odds(others, n_rows, beta):
     return math.log(others) - math.log(beta + n_rows - 1.0 - others)
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigma_a2,
-                k_max, log_rate_new, rate_new, t, e, log_new, rng):
+                k_max, log_poisson, u, t, g, e, log_new, rng):
     """Gibbs-sample row ``r`` given ``p(A | Z_-r, X_-r)`` (window of one row, eq. 4.2).
 
-    With one row the predictive is ``N(x; z M, c I)``, ``c = s_x^2 + z S z^T``: a flip of
-    ``z_k`` by ``delta`` moves the residual ``e = x - z M`` by ``-delta M_k`` and ``c`` by
-    ``2 delta (S z)_k + S_kk``, so each candidate costs O(D) without copying anything.
-    Returns the new number of features.
+    ``cov`` and ``mean`` hold the posterior with row ``r`` in it; the row is taken out
+    only implicitly. With ``u = S z``, ``c0 = s_x^2 - z^T u`` and ``g = (z M - x) / c0``
+    (Sherman-Morrison), ``S_-r = S + u u^T / c0`` and ``M_-r = M + u g^T``, so the
+    predictive ``N(x; z M_-r, c I)`` has ``c = s_x^4 / c0`` and residual
+    ``e = -s_x^2 g``, and each candidate flip of ``z_k`` costs two length-D dot products.
+    The posterior itself is moved only if the row changes, which after burn-in is rare.
+
+    Returns the new number of features and whether the row changed.
     """
     N = X.shape[0]
     D = X.shape[1]
+    zu = 0.0
     for j in range(K):
         s = 0.0
         for k in range(K):
             if Z[r, k] != 0:
                 s += cov[j, k]
-        t[j] = s
-    c = sigma_x2
+        u[j] = s
     for k in range(K):
         if Z[r, k] != 0:
-            c += t[k]
+            zu += u[k]
+    c0 = sigma_x2 - zu
+    for j in range(K):
+        t[j] = u[j] * sigma_x2 / c0  # S_-r z
+    c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z
     ee = 0.0
+    gg = 0.0
     for d in range(D):
-        s = X[r, d]
+        s = -X[r, d]
         for k in range(K):
             if Z[r, k] != 0:
-                s -= mean[k, d]
-        e[d] = s
-        ee += s * s
+                s += mean[k, d]
+        g[d] = s / c0
+        e[d] = -sigma_x2 * g[d]
+        ee += e[d] * e[d]
+        gg += g[d] * g[d]
+    eg = -sigma_x2 * gg  # e . g
     current = -0.5 * (D * math.log(c) + ee / c)
+    changed = False
     for k in range(K):
         zk = Z[r, k]
         others = counts[k] - zk
         if others == 0 and zk == 0:
             continue
         delta = 1.0 - 2.0 * zk
-        em = 0.0
+        uk = u[k]
+        mg = 0.0
         mm = 0.0
-        for d in range(D):
-            em += e[d] * mean[k, d]
-            mm += mean[k, d] * mean[k, d]
+        em = 0.0
+        if changed:
+            for d in range(D):
+                mg += mean[k, d] * g[d]
+                mm += mean[k, d] * mean[k, d]
+                em += mean[k, d] * e[d]
+        else:
+            for d in range(D):
+                mg += mean[k, d] * g[d]
+                mm += mean[k, d] * mean[k, d]
+            em = -sigma_x2 * mg
+        # Feature k of the posterior without row r: M_-r,k = M_k + u_k g.
+        em += uk * eg
+        mm += 2.0 * uk * mg + uk * uk * gg
+        s_kk = cov[k, k] + uk * uk / c0
         ee_new = ee - 2.0 * delta * em + mm
-        c_new = c + 2.0 * delta * t[k] + cov[k, k]
+        c_new = c + 2.0 * delta * t[k] + s_kk
         proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
         if others == 0:
             accept = True  # only this row has it: drop it; new features replace it
@@ -219,30 +246,39 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
             p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
             accept = (1 if rng.random() < p_one else 0) != zk
         if accept:
+            eg = 0.0
             for d in range(D):
-                e[d] -= delta * mean[k, d]
+                e[d] -= delta * (mean[k, d] + uk * g[d])
+                eg += e[d] * g[d]
             for j in range(K):
-                t[j] += delta * cov[j, k]
+                t[j] += delta * (cov[j, k] + u[j] * uk / c0)
             ee = ee_new
             c = c_new
             current = proposed
             Z[r, k] = 1 - zk
             counts[k] += int(delta)
-    # New features (eq. 3.7): each adds s_a^2 to c.
+            changed = True
+    # New features (eq. 3.7): each adds s_a^2 to c. Over all variances the Gaussian term
+    # is at most -D/2 (log(ee/D) + 1); a count whose prior alone puts it e^-50 below the
+    # best weight cannot matter in double precision and is skipped with its logarithm.
+    ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
+    best = -np.inf
     for j in range(k_max + 1):
+        if log_poisson[j] + ceiling < best - 50.0:
+            log_new[j] = -np.inf
+            continue
         cj = c + j * sigma_a2
-        log_new[j] = (
-            j * log_rate_new - rate_new - math.lgamma(j + 1.0)
-            - 0.5 * (D * math.log(cj) + ee / cj)
-        )
+        log_new[j] = log_poisson[j] - 0.5 * (D * math.log(cj) + ee / cj)
+        if log_new[j] > best:
+            best = log_new[j]
     n_new = _draw_new_count(log_new, rng)
     _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
-    return K + n_new
+    return K + n_new, changed or n_new > 0
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
-                   sigma_a2, k_max, log_rate_new, rate_new, T, C, E, Cp, Ep, log_new, rng):
+                   sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, rng):
     """Gibbs-sample the rows of a window jointly given ``p(A | Z_-W, X_-W)`` (eq. 4.2).
 
     ``T = S_-W Z_W^T``, ``E = X_W - Z_W M_-W`` and ``C = Z_W T + s_x^2 I`` are kept up to
@@ -306,8 +342,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
         for j in range(k_max + 1):
             C[i, i] = c_ii + j * sigma_a2
             log_new[j] = (
-                j * log_rate_new - rate_new - math.lgamma(j + 1.0)
-                + window_log_density(C, E, w)
+                log_poisson[j] + window_log_density(C, E, w)
             )
         n_new = _draw_new_count(log_new, rng)
         C[i, i] = c_ii + n_new * sigma_a2
@@ -322,7 +357,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
     return K
 
 
-@njit(cache=True)
+@njit(cache=True, fastmath=FAST_MATH)
 def sweep_accelerated(
     X,
     Z,
@@ -357,9 +392,16 @@ def sweep_accelerated(
     cap = Z.shape[1]
     rate_new = alpha * beta / (beta + N - 1.0)
     log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
+    # log Poisson(j; rate_new) for the number of new features j = 0..k_max (eq. 3.7)
+    log_poisson = np.empty(k_max + 1)
+    for j in range(k_max + 1):
+        log_poisson[j] = j * log_rate_new - rate_new - math.lgamma(j + 1.0)
     log_new = np.empty(k_max + 1)
+    u = np.empty(cap)
     t = np.empty(cap)
+    g = np.empty(D)
     e = np.empty(D)
+    z_old = np.empty(cap, dtype=np.int8)
     T = np.empty((cap, window))
     C = np.empty((window, window))
     E = np.empty((window, D))
@@ -371,21 +413,31 @@ def sweep_accelerated(
         w = min(window, n_rows - start)
         rows = order[start : start + w]
         start += w
-        # Take the window out of the posterior: p(A | Z_-W, X_-W).
-        for r in rows:
-            remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
-            _update_stats(gram, cross, Z[r], X[r], K, -1.0)
         if w == 1:
-            K = _sample_row(X, Z, counts, gram, cross, cov, mean, K, rows[0], beta, sigma_x2,
-                            sigma_a2, k_max, log_rate_new, rate_new, t, e, log_new, rng)
+            r = rows[0]
+            K_old = K
+            for k in range(K):
+                z_old[k] = Z[r, k]
+            K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta,
+                                     sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e,
+                                     log_new, rng)
+            if changed:
+                # Swap the row's old assignment for its new one in the posterior.
+                remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
+                _update_stats(gram, cross, z_old, X[r], K_old, -1.0)
+                add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+                _update_stats(gram, cross, Z[r], X[r], K, 1.0)
         else:
+            # Take the window out of the posterior: p(A | Z_-W, X_-W).
+            for r in rows:
+                remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+                _update_stats(gram, cross, Z[r], X[r], K, -1.0)
             K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
-                               sigma_a2, k_max, log_rate_new, rate_new, T, C, E, Cp, Ep,
-                               log_new, rng)
-        # Put the window back: p(A | Z, X).
-        for r in rows:
-            add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
-            _update_stats(gram, cross, Z[r], X[r], K, 1.0)
+                               sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, rng)
+            # Put the window back: p(A | Z, X).
+            for r in rows:
+                add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+                _update_stats(gram, cross, Z[r], X[r], K, 1.0)
         windows_done += 1
         if refresh_every > 0 and windows_done % refresh_every == 0:
             refresh_posterior(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
