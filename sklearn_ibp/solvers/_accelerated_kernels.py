@@ -25,6 +25,12 @@ from ..likelihoods._linear_gaussian_kernels import (
     add_row_to_posterior,
     remove_row_from_posterior,
 )
+from ._shared_kernels import (
+    draw_binary,
+    draw_from_log_weights,
+    log_poisson_table,
+    log_prior_odds,
+)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -119,26 +125,6 @@ def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _draw_new_count(log_weights, rng):
-    """Draw an index with probability proportional to ``exp(log_weights)``."""
-    best = -np.inf
-    for j in range(log_weights.shape[0]):
-        if log_weights[j] > best:
-            best = log_weights[j]
-    total = 0.0
-    for j in range(log_weights.shape[0]):
-        log_weights[j] = math.exp(log_weights[j] - best)
-        total += log_weights[j]
-    u = rng.random() * total
-    j = 0
-    acc = log_weights[0]
-    while acc < u and j < log_weights.shape[0] - 1:
-        j += 1
-        acc += log_weights[j]
-    return j
-
-
-@njit(cache=True, fastmath=FAST_MATH)
 def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2):
     """Start ``n_new`` features at column ``first`` that only row ``r`` has.
 
@@ -160,11 +146,6 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
             Z[a, f] = 0
         Z[r, f] = 1
         counts[f] = 1
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def _log_prior_odds(others, n_rows, beta):
-    return math.log(others) - math.log(beta + n_rows - 1.0 - others)
 
 
 @njit(cache=True, fastmath=FAST_MATH)
@@ -241,10 +222,9 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
         if others == 0:
             accept = True  # only this row has it: drop it; new features replace it
         else:
-            log_odds = _log_prior_odds(others, N, beta)
+            log_odds = log_prior_odds(others, N, beta)
             log_odds += proposed - current if zk == 0 else current - proposed
-            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
-            accept = (1 if rng.random() < p_one else 0) != zk
+            accept = draw_binary(log_odds, rng) != zk
         if accept:
             eg = 0.0
             for d in range(D):
@@ -271,7 +251,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
         log_new[j] = log_poisson[j] - 0.5 * (D * math.log(cj) + ee / cj)
         if log_new[j] > best:
             best = log_new[j]
-    n_new = _draw_new_count(log_new, rng)
+    n_new = draw_from_log_weights(log_new, rng)
     _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
     return K + n_new, changed or n_new > 0
 
@@ -323,10 +303,9 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
             if others == 0:
                 accept = True
             else:
-                log_odds = _log_prior_odds(others, N, beta)
+                log_odds = log_prior_odds(others, N, beta)
                 log_odds += proposed - current if zk == 0 else current - proposed
-                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
-                accept = (1 if rng.random() < p_one else 0) != zk
+                accept = draw_binary(log_odds, rng) != zk
             if accept:
                 for a in range(w):
                     for b in range(w):
@@ -344,7 +323,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
             log_new[j] = (
                 log_poisson[j] + window_log_density(C, E, w)
             )
-        n_new = _draw_new_count(log_new, rng)
+        n_new = draw_from_log_weights(log_new, rng)
         C[i, i] = c_ii + n_new * sigma_a2
         _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
         for f in range(K, K + n_new):
@@ -390,12 +369,7 @@ def sweep_accelerated(
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    rate_new = alpha * beta / (beta + N - 1.0)
-    log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
-    # log Poisson(j; rate_new) for the number of new features j = 0..k_max (eq. 3.7)
-    log_poisson = np.empty(k_max + 1)
-    for j in range(k_max + 1):
-        log_poisson[j] = j * log_rate_new - rate_new - math.lgamma(j + 1.0)
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     log_new = np.empty(k_max + 1)
     u = np.empty(cap)
     t = np.empty(cap)

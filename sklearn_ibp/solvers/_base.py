@@ -74,8 +74,32 @@ class BaseIBPSolver(BaseEstimator):
     # The estimator refuses missing data only if a solver sets this False.
     handles_missing = True
 
-    def _truncation(self) -> int:
-        return int(getattr(self, "k_max", 4))
+    def _new_state(self, X, Z, hyper, spare: int) -> FeatureState:
+        """A chain state for data ``X`` starting at ``Z``, with ``spare`` free columns."""
+        K = Z.shape[1]
+        return FeatureState(
+            X=np.ascontiguousarray(X, dtype=float),
+            Z=with_capacity(Z, K, K + spare),
+            n_features=K,
+            alpha=float(hyper["alpha"]),
+            beta=float(hyper["beta"]),
+            sigma_x=float(hyper["sigma_x"]),
+            sigma_a=float(hyper["sigma_a"]),
+        )
+
+    @staticmethod
+    def _exact_statistics(state: FeatureState):
+        """``(counts, Z^T Z, Z^T X)`` computed afresh, padded to the capacity of ``Z``."""
+        cap = state.Z.shape[1]
+        K = state.n_features
+        Z = state.Z[:, :K].astype(float)
+        counts = np.zeros(cap, dtype=np.int64)
+        gram = np.zeros((cap, cap))
+        cross = np.zeros((cap, state.X.shape[1]))
+        counts[:K] = state.Z[:, :K].sum(axis=0)
+        gram[:K, :K] = Z.T @ Z
+        cross[:K] = Z.T @ state.X
+        return counts, gram, cross
 
     # -- interface --------------------------------------------------------------------
     def initialize(self, X, Z, hyper, rng) -> FeatureState:  # pragma: no cover - abstract

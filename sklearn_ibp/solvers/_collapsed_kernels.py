@@ -12,6 +12,13 @@ import math
 import numpy as np
 from numba import njit
 
+from ._shared_kernels import (
+    draw_binary,
+    draw_from_log_weights,
+    log_poisson_table,
+    log_prior_odds,
+)
+
 
 @njit(cache=True)
 def _log_lik(Minv, logdet, cross, sq_norm, n_rows, n_features, sigma_x, sigma_a):
@@ -113,8 +120,7 @@ def sweep_collapsed(
     K = n_features
     cap = Z.shape[1]
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
-    rate_new = alpha * beta / (beta + N - 1.0)
-    log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     u = np.empty(cap)
     Mtmp = np.empty((cap, cap))
     Mext = np.empty((cap, cap))
@@ -155,18 +161,13 @@ def sweep_collapsed(
                         ctmp[i, d] = cross[i, d]
                 _move_cross(ctmp, z, x, K, 1.0)
                 log_p[value] = _log_lik(Mtmp, ld, ctmp, sq_norm, N, K, sigma_x, sigma_a)
-            log_odds = (
-                log_p[1] - log_p[0] + math.log(others) - math.log(beta + N - 1.0 - others)
-            )
-            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
-            new_value = 1 if rng.random() < p_one else 0
+            new_value = draw_binary(log_p[1] - log_p[0] + log_prior_odds(others, N, beta), rng)
             counts[k] += new_value - Z[n, k]
             z[k] = new_value
             Z[n, k] = new_value
         for k in range(K):
             Z[n, k] = z[k]
         # New features for row n (eq. 3.7), each likelihood from eq. A.2 in full.
-        best = -np.inf
         for j in range(k_max + 1):
             Kj = K + j
             for a in range(Kj):
@@ -180,22 +181,10 @@ def sweep_collapsed(
                 for d in range(D):
                     za = z[a] if a < K else 1
                     ctmp[a, d] = (cross[a, d] if a < K else 0.0) + za * x[d]
-            log_new[j] = (
-                j * log_rate_new - rate_new - math.lgamma(j + 1.0)
-                + _log_lik(Mext, ld, ctmp, sq_norm, N, Kj, sigma_x, sigma_a)
+            log_new[j] = log_poisson[j] + _log_lik(
+                Mext, ld, ctmp, sq_norm, N, Kj, sigma_x, sigma_a
             )
-            if log_new[j] > best:
-                best = log_new[j]
-        total = 0.0
-        for j in range(k_max + 1):
-            log_new[j] = math.exp(log_new[j] - best)
-            total += log_new[j]
-        threshold = rng.random() * total
-        n_new = 0
-        acc = log_new[0]
-        while acc < threshold and n_new < k_max:
-            n_new += 1
-            acc += log_new[n_new]
+        n_new = draw_from_log_weights(log_new, rng)
         for f in range(K, K + n_new):
             for a in range(N):
                 Z[a, f] = 0

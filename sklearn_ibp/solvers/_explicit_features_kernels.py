@@ -11,27 +11,14 @@ import math
 import numpy as np
 from numba import njit
 
+from ._shared_kernels import (
+    draw_binary,
+    draw_from_log_weights,
+    log_poisson_table,
+    log_prior_odds,
+)
+
 _LOG_2PI = math.log(2.0 * math.pi)
-
-
-@njit(cache=True)
-def _truncated_poisson(rng, rate, k_max):
-    """Draw from Poisson(rate) restricted to {0, ..., k_max} by inversion."""
-    u = rng.random()
-    p = math.exp(-rate)
-    total = 0.0
-    for j in range(k_max + 1):
-        total += p
-        p *= rate / (j + 1.0)
-    u *= total
-    p = math.exp(-rate)
-    acc = p
-    j = 0
-    while acc < u and j < k_max:
-        p *= rate / (j + 1.0)
-        j += 1
-        acc += p
-    return j
 
 
 @njit(cache=True)
@@ -54,8 +41,7 @@ def sweep_explicit_features(
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    rate_new = alpha * beta / (beta + N - 1.0)
-    log_rate_new = math.log(rate_new) if rate_new > 0 else -np.inf
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     sigma_a = math.sqrt(sigma_a2)
     sigma_x = math.sqrt(sigma_x2)
     r0 = np.empty(D)
@@ -77,9 +63,7 @@ def sweep_explicit_features(
                 dot += base * A[k, d]
                 sq += A[k, d] * A[k, d]
             log_odds = (2.0 * dot - sq) / (2.0 * sigma_x2)
-            log_odds += math.log(others) - math.log(beta + N - 1.0 - others)
-            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700 else 0.0
-            new_value = 1 if rng.random() < p_one else 0
+            new_value = draw_binary(log_odds + log_prior_odds(others, N, beta), rng)
             if new_value != zk:
                 sign = new_value - zk
                 for d in range(D):
@@ -99,25 +83,12 @@ def sweep_explicit_features(
             sq0 = 0.0
             for d in range(D):
                 sq0 += r0[d] * r0[d]
-            best = -np.inf
             for j in range(k_max + 1):
                 v = sigma_x2 + j * sigma_a2
                 log_new[j] = (
-                    j * log_rate_new - rate_new - math.lgamma(j + 1.0)
-                    - 0.5 * D * (_LOG_2PI + math.log(v)) - 0.5 * sq0 / v
+                    log_poisson[j] - 0.5 * D * (_LOG_2PI + math.log(v)) - 0.5 * sq0 / v
                 )
-                if log_new[j] > best:
-                    best = log_new[j]
-            total = 0.0
-            for j in range(k_max + 1):
-                log_new[j] = math.exp(log_new[j] - best)
-                total += log_new[j]
-            u = rng.random() * total
-            n_new = 0
-            acc = log_new[0]
-            while acc < u and n_new < k_max:
-                n_new += 1
-                acc += log_new[n_new]
+            n_new = draw_from_log_weights(log_new, rng)
             # Values of the new features given x_n: prior draws corrected towards the
             # residual (their posterior is Gaussian with the sum constrained by r0).
             if n_new > 0:
@@ -131,7 +102,9 @@ def sweep_explicit_features(
                         eps[j, d] += shrink * (r0[d] - s)
             accept = True
         else:
-            n_new = _truncated_poisson(rng, rate_new, k_max)
+            for j in range(k_max + 1):
+                log_new[j] = log_poisson[j]
+            n_new = draw_from_log_weights(log_new, rng)  # Poisson truncated at k_max
             for j in range(n_new):
                 for d in range(D):
                     eps[j, d] = sigma_a * rng.standard_normal()

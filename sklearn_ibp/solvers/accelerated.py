@@ -57,17 +57,7 @@ class AcceleratedGibbs(BaseIBPSolver):
         self.k_max = k_max
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        X = np.ascontiguousarray(X, dtype=float)
-        K = Z.shape[1]
-        state = FeatureState(
-            X=X,
-            Z=with_capacity(Z, K, K + self._spare()),
-            n_features=K,
-            alpha=float(hyper["alpha"]),
-            beta=float(hyper["beta"]),
-            sigma_x=float(hyper["sigma_x"]),
-            sigma_a=float(hyper["sigma_a"]),
-        )
+        state = self._new_state(X, Z, hyper, self._spare())
         state.stats["windows_done"] = 0
         self._refresh(state)
         return state
@@ -77,17 +67,12 @@ class AcceleratedGibbs(BaseIBPSolver):
 
     def _refresh(self, state) -> None:
         cap = state.Z.shape[1]
-        K = state.n_features
-        Z = state.Z[:, :K].astype(float)
-        gram = np.zeros((cap, cap))
-        cross = np.zeros((cap, state.X.shape[1]))
-        gram[:K, :K] = Z.T @ Z
-        cross[:K] = Z.T @ state.X
-        counts = np.zeros(cap, dtype=np.int64)
-        counts[:K] = state.Z[:, :K].sum(axis=0)
+        counts, gram, cross = self._exact_statistics(state)
         cov = np.zeros((cap, cap))
         mean = np.zeros((cap, state.X.shape[1]))
-        refresh_posterior(gram, cross, cov, mean, K, state.sigma_x**2, state.sigma_a**2)
+        refresh_posterior(
+            gram, cross, cov, mean, state.n_features, state.sigma_x**2, state.sigma_a**2
+        )
         state.stats.update(counts=counts, gram=gram, cross=cross, cov=cov, mean=mean)
 
     def _grow(self, state) -> None:

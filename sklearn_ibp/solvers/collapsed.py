@@ -40,29 +40,14 @@ class CollapsedGibbs(BaseIBPSolver):
         self.k_max = k_max
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        K = Z.shape[1]
-        state = FeatureState(
-            X=np.ascontiguousarray(X, dtype=float),
-            Z=with_capacity(Z, K, K + 4 * self.k_max + 8),
-            n_features=K,
-            alpha=float(hyper["alpha"]),
-            beta=float(hyper["beta"]),
-            sigma_x=float(hyper["sigma_x"]),
-            sigma_a=float(hyper["sigma_a"]),
-        )
+        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
         self._refresh(state)
         return state
 
     def _refresh(self, state) -> None:
         cap = state.Z.shape[1]
         K = state.n_features
-        Z = state.Z[:, :K].astype(float)
-        gram = np.zeros((cap, cap))
-        cross = np.zeros((cap, state.X.shape[1]))
-        gram[:K, :K] = Z.T @ Z
-        cross[:K] = Z.T @ state.X
-        counts = np.zeros(cap, dtype=np.int64)
-        counts[:K] = state.Z[:, :K].sum(axis=0)
+        counts, gram, cross = self._exact_statistics(state)
         Minv = np.zeros((cap, cap))
         ratio = state.sigma_x**2 / state.sigma_a**2
         logdet = _full_inverse(gram, K, ratio, Minv)

@@ -38,16 +38,7 @@ class UncollapsedGibbs(BaseIBPSolver):
         self.k_max = k_max
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        K = Z.shape[1]
-        state = FeatureState(
-            X=np.ascontiguousarray(X, dtype=float),
-            Z=with_capacity(Z, K, K + 4 * self.k_max + 8),
-            n_features=K,
-            alpha=float(hyper["alpha"]),
-            beta=float(hyper["beta"]),
-            sigma_x=float(hyper["sigma_x"]),
-            sigma_a=float(hyper["sigma_a"]),
-        )
+        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
         self._draw_features(state, rng)
         return state
 
