@@ -192,10 +192,13 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
     eg = -sigma_x2 * gg  # e . g
     current = -0.5 * (D * math.log(c) + ee / c)
     changed = False
-    for k in range(K):
+    # Phase 0 Gibbs-samples the features other rows share; phase 1 then drops the row's
+    # singletons, which the new-feature draw below replaces as one block (eq. 3.7).
+    for step in range(2 * K):
+        k = step % K
         zk = Z[r, k]
         others = counts[k] - zk
-        if others == 0 and zk == 0:
+        if (others == 0) != (step >= K) or (others == 0 and zk == 0):
             continue
         delta = 1.0 - 2.0 * zk
         uk = u[k]
@@ -220,7 +223,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
         c_new = c + 2.0 * delta * t[k] + s_kk
         proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
         if others == 0:
-            accept = True  # only this row has it: drop it; new features replace it
+            accept = True
         else:
             log_odds = log_prior_odds(others, N, beta)
             log_odds += proposed - current if zk == 0 else current - proposed
@@ -292,10 +295,12 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
     current = window_log_density(C, E, w)
     for i in range(w):
         r = rows[i]
-        for k in range(K):
+        # Shared features first, then the row's singletons dropped (see _sample_row).
+        for step in range(2 * K):
+            k = step % K
             zk = Z[r, k]
             others = counts[k] - zk
-            if others == 0 and zk == 0:
+            if (others == 0) != (step >= K) or (others == 0 and zk == 0):
                 continue
             delta = 1.0 - 2.0 * zk
             _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)

@@ -148,10 +148,7 @@ def sweep_collapsed(
         for k in range(K):
             others = counts[k] - z[k]
             if others == 0:
-                if z[k] != 0:
-                    z[k] = 0
-                    counts[k] -= 1
-                continue
+                continue  # a singleton: replaced with the new features below
             log_p = np.empty(2)
             for value in range(2):
                 z[k] = value
@@ -165,7 +162,12 @@ def sweep_collapsed(
             counts[k] += new_value - Z[n, k]
             z[k] = new_value
             Z[n, k] = new_value
+        # The row's singletons and its new features are one block (eq. 3.7): drop them,
+        # then draw how many new features the row has.
         for k in range(K):
+            if z[k] != 0 and counts[k] == 1:
+                z[k] = 0
+                counts[k] = 0
             Z[n, k] = z[k]
         # New features for row n (eq. 3.7), each likelihood from eq. A.2 in full.
         for j in range(k_max + 1):
