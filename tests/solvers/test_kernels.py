@@ -1,0 +1,57 @@
+"""Small numba kernels against their plain NumPy/SciPy references."""
+
+import numpy as np
+import pytest
+from scipy.stats import multivariate_normal, poisson
+
+from sklearn_ibp.likelihoods import feature_posterior
+from sklearn_ibp.solvers._accelerated_kernels import refresh_posterior, window_log_density
+from sklearn_ibp.solvers._shared_kernels import (
+    draw_binary,
+    draw_from_log_weights,
+    log_poisson_table,
+    log_prior_odds,
+)
+
+
+@pytest.mark.parametrize("w", [1, 3])
+def test_window_log_density(w):
+    rng = np.random.default_rng(0)
+    B = rng.normal(size=(w, w))
+    C = B @ B.T + np.eye(w)
+    E = rng.normal(size=(w, 4))
+    expected = sum(multivariate_normal(np.zeros(w), C).logpdf(E[:, d]) for d in range(4))
+    assert window_log_density(C, E, w) == pytest.approx(expected)
+
+
+def test_refresh_posterior_matches_feature_posterior():
+    rng = np.random.default_rng(1)
+    Z = (rng.random((30, 5)) < 0.4).astype(float)
+    X = rng.normal(size=(30, 3))
+    cov = np.zeros((8, 8))
+    mean = np.zeros((8, 3))
+    gram = np.zeros((8, 8))
+    cross = np.zeros((8, 3))
+    gram[:5, :5] = Z.T @ Z
+    cross[:5] = Z.T @ X
+    refresh_posterior(gram, cross, cov, mean, 5, 0.5**2, 1.2**2)
+    m, c = feature_posterior(X, Z, 0.5, 1.2)
+    np.testing.assert_allclose(mean[:5], m, atol=1e-12)
+    np.testing.assert_allclose(cov[:5, :5], c, atol=1e-12)
+
+
+def test_prior_terms():
+    np.testing.assert_allclose(log_poisson_table(0.3, 6), poisson.logpmf(np.arange(7), 0.3))
+    assert log_prior_odds(3, 10, 1.0) == pytest.approx(np.log(3 / 7))
+    assert log_prior_odds(3, 10, 2.5) == pytest.approx(np.log(3 / (2.5 + 9 - 3)))
+
+
+def test_discrete_draws():
+    rng = np.random.default_rng(2)
+    weights = np.log(np.array([0.1, 0.6, 0.3]))
+    draws = np.array([draw_from_log_weights(weights.copy(), rng) for _ in range(30000)])
+    freq = np.bincount(draws, minlength=3) / draws.size
+    np.testing.assert_allclose(freq, [0.1, 0.6, 0.3], atol=0.01)
+    ones = np.mean([draw_binary(np.log(0.25 / 0.75), rng) for _ in range(30000)])
+    assert ones == pytest.approx(0.25, abs=0.01)
+    assert draw_binary(-800.0, rng) == 0
