@@ -85,17 +85,17 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     Attributes
     ----------
-    components_ : ndarray of shape (n_components_, n_features_in_)
+    components_ : ndarray of shape (n_components, n_features)
         Posterior mean of the features ``A`` given ``Z_`` and the data.
     n_components_ : int
         Number of features of ``Z_``.
-    Z_ : ndarray of shape (n_samples, n_components_)
+    Z_ : ndarray of shape (n_samples, n_components)
         The kept sample of the feature matrix with the highest log joint probability.
-    feature_counts_ : ndarray of shape (n_components_,)
+    feature_counts_ : ndarray of shape (n_components,)
         Number of training rows that have each feature.
     alpha_, sigma_x_, sigma_a_ : float
         Hyperparameters of that sample.
-    mean_ : ndarray of shape (n_features_in_,)
+    mean_ : ndarray of shape (n_features,)
         Per-column mean of the training data (ignoring NaN), subtracted before fitting.
     samples_ : list of dict
         Every kept sample: ``Z`` and the hyperparameters, its ``log_joint`` and ``chain``.
@@ -362,7 +362,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         Returns
         -------
-        ndarray of shape (n_samples, n_components_)
+        ndarray of shape (n_samples, n_components)
             ``E[z_nk | x_n]``.
         """
         Xc = self._check_X(X)
@@ -384,12 +384,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_components_)
+        X : array-like of shape (n_samples, n_components)
             Feature assignments or their probabilities.
 
         Returns
         -------
-        ndarray of shape (n_samples, n_features_in_)
+        ndarray of shape (n_samples, n_features)
         """
         check_is_fitted(self)
         Z = np.asarray(X, dtype=float)
@@ -463,8 +463,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         Returns
         -------
-        X : ndarray of shape (n_samples, n_features_in_)
-        Z : ndarray of shape (n_samples, n_components_)
+        X : ndarray of shape (n_samples, n_features)
+        Z : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
         if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 1:
