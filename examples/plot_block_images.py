@@ -3,10 +3,11 @@
 Recovering the features of block images
 =========================================
 
-The block images of Griffiths and Ghahramani are 6x6 images, each the sum of some of four
-binary shapes plus Gaussian noise. We fit :class:`~sklearn_ibp.IBPFactorAnalysis` without
-telling it how many shapes there are, then compare the features it infers with the true
-ones and look at the trace of the number of features.
+The block images of Griffiths and Ghahramani are 6x6 images. Each image is the sum of some
+of four binary shapes, plus Gaussian noise with standard deviation 0.5. We fit
+:class:`~sklearn_ibp.IBPFactorAnalysis` without telling it how many shapes there are.
+Then we match the features it infers to the true shapes and plot the traces of the number
+of features K and of the noise level ``sigma_x``.
 """
 
 import matplotlib
@@ -22,61 +23,131 @@ from sklearn_ibp.datasets import make_block_images  # noqa: E402
 # %%
 # Generate the data
 # -----------------
-# ``X`` has 300 rows of 36 pixels. ``Z`` records which shapes each image contains, and
-# ``A`` holds the four true features, one per row.
+# ``X`` has 500 rows of 36 pixels. ``Z`` records which shapes each image contains (each
+# one with probability 0.5), and ``A`` holds the four true shapes, one per row.
 
-X, Z, A = make_block_images(n_samples=300, noise=0.5, random_state=0)
-print(f"X: {X.shape}, true features A: {A.shape}")
+X, Z, A = make_block_images(n_samples=500, noise=0.5, random_state=0)
+print(f"X: {X.shape}, true shapes A: {A.shape}")
+
+fig, axes = plt.subplots(2, 6, figsize=(9, 3.4))
+for ax, image, z in zip(axes[0], X, Z, strict=False):
+    ax.imshow(image.reshape(6, 6), cmap="gray", interpolation="nearest")
+    ax.set_title(f"z = {''.join(map(str, z))}", fontsize=9)
+for ax, image in zip(axes[1], Z[:6] @ A, strict=False):
+    ax.imshow(image.reshape(6, 6), cmap="gray", interpolation="nearest")
+for ax in axes.ravel():
+    ax.set_xticks([])
+    ax.set_yticks([])
+axes[0, 0].set_ylabel("data X")
+axes[1, 0].set_ylabel("without noise")
+fig.suptitle("Six block images and the shapes they contain")
+fig.tight_layout()
 
 # %%
 # Fit the model
 # -------------
-# The hyperparameters (``alpha`` and the noise and feature scales) are sampled along with
-# the features.
+# ``sigma_x=1.0`` is only the starting value of the noise level: with
+# ``sample_hyperparameters=True`` the sampler resamples ``alpha``, ``sigma_x`` and
+# ``sigma_a`` at every sweep. The default starting value, a quarter of the data's standard
+# deviation, is much smaller than the noise in these images. Started there, the sampler
+# first explains the noise with a couple of hundred small features, and it takes hundreds
+# of sweeps to climb back to a handful.
+# Two chains of 300 sweeps each; the first 150 sweeps of each chain are burn-in.
 
-model = IBPFactorAnalysis(n_iter=200, burn_in=100, sample_hyperparameters=True, random_state=0)
+model = IBPFactorAnalysis(
+    n_iter=300, sigma_x=1.0, sample_hyperparameters=True, n_chains=2, random_state=0
+)
 model.fit(X)
-components = model.components_
-print(f"number of features found: {components.shape[0]}")
+print(f"number of features K: {model.n_components_}")
+print(f"noise level sigma_x: {model.sigma_x_:.3f} (true value 0.5)")
+print(f"images that have each feature: {model.feature_counts_}")
 
-# For each true feature, the correlation with the inferred feature that matches it best.
-for k, true_feature in enumerate(A):
-    correlations = [np.corrcoef(true_feature, found)[0, 1] for found in components]
-    best = max(correlations, default=float("nan"))
-    print(f"true feature {k}: best correlation {best:.3f}")
+# %%
+# Match the inferred features to the true shapes
+# ----------------------------------------------
+# ``model.components_`` holds the posterior mean of the features for the kept sample with
+# the highest log joint probability. The model subtracts the column means of ``X`` before
+# fitting. That is why one feature is usually on in (almost) every image: it is an offset
+# that restores the level of each pixel. Centring also lets the model represent a shape
+# by its *negative*: a feature that is on in the images that *lack* the shape, together
+# with an offset that contains the shape. Such a feature has a correlation close to -1
+# with the shape. So we match each true shape to the inferred feature with the largest
+# absolute correlation.
+
+components = model.components_
+correlation = np.corrcoef(A, components)[: len(A), len(A) :]  # (true shape, feature)
+match = np.abs(correlation).argmax(axis=1)
+for k, j in enumerate(match):
+    print(
+        f"true shape {k}: feature {j} (in {model.feature_counts_[j]} images), "
+        f"correlation {correlation[k, j]:+.3f}"
+    )
+others = [int(j) for j in np.argsort(-model.feature_counts_) if j not in match]
+for j in others:
+    print(f"other feature {j}: in {model.feature_counts_[j]} images")
 
 # %%
 # True and inferred features
 # --------------------------
+# The top row shows the true shapes. The middle row shows the feature matched to each
+# shape, with its correlation (a negative correlation means the negative of the shape).
+# The bottom row shows the other features, most often used first: the offset, and any
+# small features the sample carries. The offset contains, with a factor of about one
+# half, the shapes the model represents by their negatives (in red) and minus the shapes
+# it represents directly (in blue): with centred data, an image that has a shape with
+# probability 0.5 sits half a shape above or below the mean. Red is positive and blue
+# negative, on one colour scale for all panels.
+
+limit = max(np.abs(components).max(), 1.0)
+n_cols = max(len(A), len(others))
+fig, axes = plt.subplots(3, n_cols, figsize=(1.9 * n_cols, 6.2), squeeze=False)
+for ax in axes.ravel():
+    ax.set_axis_off()
 
 
-def plot_features(features, title):
-    """Plot each row of ``features`` as a 6x6 image."""
-    n_features = max(len(features), 1)
-    fig, axes = plt.subplots(1, n_features, figsize=(1.6 * n_features, 2), squeeze=False)
-    for ax in axes[0]:
-        ax.set_axis_off()
-    for ax, feature in zip(axes[0], features, strict=False):
-        ax.imshow(np.reshape(feature, (6, 6)), cmap="gray", interpolation="nearest")
-    fig.suptitle(title)
-    return fig
+def show(ax, feature, title):
+    ax.set_axis_on()
+    ax.set_xticks([])
+    ax.set_yticks([])
+    ax.imshow(feature.reshape(6, 6), cmap="RdBu_r", vmin=-limit, vmax=limit)
+    ax.set_title(title, fontsize=9)
 
 
-plot_features(A, "true features")
-plot_features(components, "inferred features (model.components_)")
+for k in range(len(A)):
+    show(axes[0, k], A[k], f"true shape {k}")
+    j = match[k]
+    show(axes[1, k], components[j], f"feature {j}\ncorr {correlation[k, j]:+.2f}")
+for col, j in enumerate(others):
+    show(axes[2, col], components[j], f"feature {j}\nin {model.feature_counts_[j]} images")
+axes[0, 0].set_ylabel("truth")
+axes[1, 0].set_ylabel("matched")
+if others:
+    axes[2, 0].set_ylabel("other")
+fig.suptitle("True shapes, matched features and the other features")
+fig.tight_layout()
 
 # %%
-# Number of features along the chain
-# ----------------------------------
-# ``traces_["n_features"]`` has one row per chain.
+# Traces along the chains
+# -----------------------
+# ``model.traces_`` holds one value per sweep for each chain, as arrays of shape
+# ``(n_chains, n_iter)``. The dashed line marks the end of the burn-in. K settles a
+# little above 5 (four shapes and the offset): the chains keep proposing small extra
+# features, used by a few images, that come and go. ``sigma_x`` falls from its starting
+# value of 1.0 to about the true noise level within the first 20 or so sweeps.
 
-trace = np.asarray(model.traces_["n_features"])
-fig, ax = plt.subplots(figsize=(6, 3))
-for chain, values in enumerate(trace):
-    ax.plot(values, label=f"chain {chain}")
-ax.set_xlabel("iteration")
-ax.set_ylabel("number of features K")
-ax.set_title("trace of K")
-ax.legend()
+burn_in = model.n_iter // 2  # burn_in=None discards the first half of each chain
+fig, (ax_k, ax_s) = plt.subplots(1, 2, figsize=(9, 3.2))
+for chain in range(model.n_chains):
+    ax_k.plot(model.traces_["n_features"][chain], label=f"chain {chain}", lw=1)
+    ax_s.plot(model.traces_["sigma_x"][chain], label=f"chain {chain}", lw=1)
+for ax in (ax_k, ax_s):
+    ax.axvline(burn_in, color="k", ls="--", lw=0.8)
+    ax.set_xlabel("sweep")
+    ax.legend()
+ax_k.set_ylabel("number of features K")
+ax_s.set_ylabel("sigma_x")
+ax_s.axhline(0.5, color="gray", lw=0.8)
+ax_k.set_title("K")
+ax_s.set_title("noise level (true value 0.5, grey)")
 fig.tight_layout()
 plt.show()
