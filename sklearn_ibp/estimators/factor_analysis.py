@@ -404,9 +404,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """Log predictive density of each row, missing entries marginalised.
 
         ``log p(x_obs) = log sum_z p(z) N(x_obs; z M, (s_x^2 + z S z^T) I)``, summed over
-        the fitted features' patterns (exactly for at most 12 features, else over the
-        patterns within the mean-field's 2 most uncertain flips of its mode) and over up to
-        3 new features of the row.
+        the fitted features' patterns (all ``2^K`` of them for at most 12 features; beyond
+        that, the mean-field mode with every combination of flips of its 12 least certain
+        features, a lower bound) and over up to 3 new features of the row.
 
         Parameters
         ----------
