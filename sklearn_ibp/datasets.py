@@ -7,7 +7,7 @@ from sklearn.utils import check_random_state
 
 from .priors.ibp import sample_ibp
 
-__all__ = ["BLOCK_SHAPES", "make_block_images", "make_ibp_linear_gaussian"]
+__all__ = ["BLOCK_SHAPES", "make_block_images", "make_dd_ibp", "make_ibp_linear_gaussian"]
 
 #: The four 3x3 shapes of the block images, each placed in one quadrant of a 6x6 image.
 BLOCK_SHAPES = (
@@ -96,3 +96,83 @@ def make_ibp_linear_gaussian(
     A = sigma_a * rng.standard_normal((Z.shape[1], n_dims))
     X = Z @ A + sigma_x * rng.standard_normal((n_samples, n_dims))
     return X, Z, A
+
+
+def make_dd_ibp(
+    n_samples=100,
+    n_dims=10,
+    alpha=2.0,
+    decay_function="exponential",
+    decay=1.0,
+    nu=None,
+    sequential=False,
+    covariates=None,
+    distances=None,
+    metric="euclidean",
+    sigma_x=0.2,
+    sigma_a=2.0,
+    random_state=None,
+):
+    """Draw a feature matrix from the dd-IBP prior, and data from the linear-Gaussian model.
+
+    ``(Z, c*, C) ~ ddIBP(D, alpha, f)`` by the generative process of seed ``004``,
+    sec. 2.2 (:func:`sklearn_ibp.priors.sample_ddibp`); then, unless ``n_dims`` is None,
+    ``A_kd ~ N(0, sigma_a^2)`` and ``X = Z A + N(0, sigma_x^2)``.
+
+    Parameters
+    ----------
+    n_samples : int, default=100
+        Number of customers (rows). Ignored when ``covariates`` or ``distances`` is given.
+    n_dims : int or None, default=10
+        Columns of ``X``; None draws only the prior (``X`` and ``A`` are then None).
+    alpha : float, default=2.0
+        dd-IBP mass parameter.
+    decay_function, decay, nu
+        The decay function, see :func:`sklearn_ibp.priors.decay_proximity`.
+    sequential : bool, default=False
+        Make the distances sequential (``d_ij = inf`` for ``j > i``).
+    covariates : array-like of shape (n_samples, n_covariates) or (n_samples,), default=None
+        Covariates the distances are computed from with ``metric``. When neither this nor
+        ``distances`` is given, the covariate is the row index, ``d_ij = |i - j|`` (the
+        time distance of the seed's Fig. 3).
+    distances : array-like of shape (n_samples, n_samples), default=None
+        A precomputed distance matrix, instead of ``covariates``.
+    metric : str or callable, default="euclidean"
+        Metric for ``covariates``.
+    sigma_x, sigma_a : float, default=0.2, 2.0
+        Noise and feature standard deviations.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+
+    Returns
+    -------
+    data : :class:`sklearn.utils.Bunch`
+        ``X`` (n_samples, n_dims) or None, ``Z`` (n_samples, n_features), ``A``
+        (n_features, n_dims) or None, ``owners`` (n_features,), ``connections``
+        (n_samples, n_features), ``distances`` (n_samples, n_samples) and ``proximity``
+        (n_samples, n_samples).
+    """
+    from sklearn.utils import Bunch
+
+    from .priors.ddibp import decay_proximity, pairwise_distances_for_ddibp, sample_ddibp
+
+    if covariates is not None and distances is not None:
+        raise ValueError("Give at most one of covariates and distances.")
+    if distances is not None:
+        D = pairwise_distances_for_ddibp(precomputed=distances, sequential=sequential)
+    else:
+        if covariates is None:
+            if int(n_samples) < 1:
+                raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+            covariates = np.arange(int(n_samples), dtype=float)
+        D = pairwise_distances_for_ddibp(covariates, metric=metric, sequential=sequential)
+    proximity = decay_proximity(D, decay_function, decay=decay, nu=nu)
+    rng = check_random_state(random_state)
+    Z, owners, connections = sample_ddibp(proximity, alpha, rng)
+    X = A = None
+    if n_dims is not None:
+        A = sigma_a * rng.standard_normal((Z.shape[1], int(n_dims)))
+        X = Z @ A + sigma_x * rng.standard_normal((Z.shape[0], int(n_dims)))
+    return Bunch(
+        X=X, Z=Z, A=A, owners=owners, connections=connections, distances=D, proximity=proximity
+    )

@@ -1,5 +1,14 @@
 """Priors over binary feature matrices and partitions (no data involved)."""
 
+from .ddibp import (
+    compute_reachability,
+    ddibp_log_prob,
+    decay_proximity,
+    inherit_features,
+    normalized_proximity,
+    pairwise_distances_for_ddibp,
+    sample_ddibp,
+)
 from .ibp import (
     existing_feature_log_odds,
     expected_n_features,
@@ -11,6 +20,13 @@ from .ibp import (
 )
 
 __all__ = [
+    "compute_reachability",
+    "ddibp_log_prob",
+    "decay_proximity",
+    "inherit_features",
+    "normalized_proximity",
+    "pairwise_distances_for_ddibp",
+    "sample_ddibp",
     "expected_n_features",
     "existing_feature_log_odds",
     "ibp_log_prob",

@@ -1,0 +1,471 @@
+"""The distance dependent Indian Buffet Process prior (dd-IBP).
+
+Gershman, Frazier and Blei, seed ``004``, section 2.2. Every customer ``i`` owns
+``lambda_i ~ Poisson(alpha / h_i)`` dishes; for every dish, every customer links to one
+customer ``j`` (possibly itself) with probability ``a_ij = f(d_ij) / h_i``, where
+``f`` is the decay function, ``d_ij`` the distance and ``h_i = sum_j f(d_ij)``. A customer
+has a dish (``z_ik = 1``) when the dish's owner is reachable from it along the dish's links.
+With ``f = 1`` and sequential distances (``d_ij = inf`` for ``j > i``) this is the IBP.
+
+The pieces, in the order the generative process uses them:
+
+- :func:`pairwise_distances_for_ddibp`: the distance matrix ``D`` from covariates or a
+  precomputed matrix, validated, optionally made sequential;
+- :func:`decay_proximity`: the proximities ``f(D)`` for a named or a user decay function;
+- :func:`normalized_proximity`: ``A`` and ``h``;
+- :func:`compute_reachability` and :func:`inherit_features`: who inherits each dish
+  (numba kernels, ``O(N)`` per dish);
+- :func:`ddibp_log_prob`: ``log P(c*, C)`` (eqs. 2-4);
+- :func:`sample_ddibp`: a draw of ``(Z, c*, C)``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from numba import njit
+from scipy.special import gammaln
+from sklearn.metrics import pairwise_distances
+from sklearn.utils import check_array
+
+from .ibp import as_random_source
+
+__all__ = [
+    "DECAY_FUNCTIONS",
+    "compute_reachability",
+    "ddibp_log_prob",
+    "decay_proximity",
+    "inherit_features",
+    "normalized_proximity",
+    "pairwise_distances_for_ddibp",
+    "sample_ddibp",
+]
+
+#: Names accepted by ``decay_function``.
+DECAY_FUNCTIONS = ("constant", "exponential", "logistic", "window")
+
+# Distances a user decay function is checked on (with 0 and inf, the two ends the seed pins).
+_CHECK_GRID = np.concatenate([[0.0], np.logspace(-6, 6, 49), [np.inf]])
+
+
+# --------------------------------------------------------------------------- distances
+
+
+def pairwise_distances_for_ddibp(
+    X=None,
+    *,
+    metric: str | Callable = "euclidean",
+    precomputed=None,
+    sequential: bool = False,
+) -> np.ndarray:
+    """The ``(N, N)`` distance matrix ``D`` of the dd-IBP (seed ``004``, sec. 2.2).
+
+    Either computed from covariates ``X`` with :func:`sklearn.metrics.pairwise_distances`
+    (any scikit-learn or SciPy metric, or a callable), or given as ``precomputed`` (or as
+    ``X`` with ``metric="precomputed"``). A precomputed matrix must be square, free of NaN
+    and negative values, and have a zero diagonal (``d_ii = 0``); ``+inf`` is allowed off
+    the diagonal (customers that can never link). It need not be symmetric.
+
+    Parameters
+    ----------
+    X : array-like of shape (n_samples, n_covariates) or (n_samples,), default=None
+        Covariates; a 1-d array is one covariate. With ``metric="precomputed"``, the
+        distance matrix itself.
+    metric : str or callable, default="euclidean"
+        Metric passed to :func:`sklearn.metrics.pairwise_distances`, or ``"precomputed"``.
+    precomputed : array-like of shape (n_samples, n_samples), default=None
+        A distance matrix; give either this or ``X``.
+    sequential : bool, default=False
+        If True, set ``d_ij = inf`` for ``j > i``: customers link only to earlier customers
+        and themselves (the seed's sequential distances; with the constant decay this is
+        the IBP).
+
+    Returns
+    -------
+    distances : ndarray of shape (n_samples, n_samples)
+        A new array; the inputs are not modified.
+    """
+    if metric == "precomputed":
+        if precomputed is not None:
+            raise ValueError("Give the distance matrix either as X or as precomputed, not both.")
+        precomputed, X = X, None
+    if (X is None) == (precomputed is None):
+        raise ValueError(
+            "Give exactly one of X (covariates) and precomputed (a distance matrix)."
+        )
+    if precomputed is not None:
+        distances = _check_distance_matrix(precomputed)
+    else:
+        X_arr = np.asarray(X)
+        if X_arr.ndim == 1:
+            X_arr = X_arr.reshape(-1, 1)
+        X_arr = check_array(X_arr, input_name="X", ensure_min_samples=1)
+        distances = np.asarray(pairwise_distances(X_arr, metric=metric), dtype=float)
+        distances = _check_distance_matrix(distances, name="distances computed from X")
+    if sequential:
+        distances[np.triu_indices(distances.shape[0], 1)] = np.inf
+    return distances
+
+
+def _check_distance_matrix(distances, name: str = "precomputed") -> np.ndarray:
+    """A float copy of a validated distance matrix (see :func:`pairwise_distances_for_ddibp`)."""
+    D = np.array(distances, dtype=float, copy=True)
+    if D.ndim != 2 or D.shape[0] != D.shape[1]:
+        raise ValueError(
+            f"{name} must be a square (n_samples, n_samples) matrix, got shape {D.shape}."
+        )
+    if D.shape[0] < 1:
+        raise ValueError(f"{name} must have at least one sample, got shape {D.shape}.")
+    if np.isnan(D).any():
+        raise ValueError(f"{name} contains NaN; distances must be numbers in [0, inf].")
+    if (D < 0).any():
+        raise ValueError(f"{name} contains negative distances; distances must be >= 0.")
+    if np.any(np.diag(D) != 0):
+        raise ValueError(f"{name} must have a zero diagonal (a customer's self-distance is 0).")
+    return D
+
+
+# --------------------------------------------------------------------------- decay
+
+
+def _check_positive(value, name: str) -> float:
+    try:
+        value = float(value)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {value!r}.") from None
+    if not (np.isfinite(value) and value > 0):
+        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
+    return value
+
+
+def _evaluate_callable(decay_function, distances: np.ndarray) -> np.ndarray:
+    """``decay_function`` on an array: vectorised if it accepts arrays, else elementwise."""
+    with np.errstate(all="ignore"):
+        try:
+            values = np.asarray(decay_function(distances), dtype=float)
+            if values.shape == distances.shape:
+                return values
+        except Exception:  # noqa: BLE001 - fall back to a scalar function
+            pass
+        return np.vectorize(lambda d: float(decay_function(d)), otypes=[float])(distances)
+
+
+def _check_decay_callable(decay_function) -> None:
+    """``f`` must map distances into ``[0, 1]`` with ``f(0) = 1`` (seed ``004``, sec. 2.2)."""
+    values = _evaluate_callable(decay_function, _CHECK_GRID)
+    bad = ~((values >= 0) & (values <= 1))  # catches NaN too
+    if bad.any():
+        d = _CHECK_GRID[np.argmax(bad)]
+        raise ValueError(
+            "decay_function must map distances into [0, 1]; "
+            f"it returned {values[np.argmax(bad)]!r} at distance {d!r}."
+        )
+    if not np.isclose(values[0], 1.0, rtol=0, atol=1e-12):
+        raise ValueError(f"decay_function must satisfy f(0) = 1, got f(0) = {values[0]!r}.")
+
+
+def decay_proximity(
+    distances,
+    decay_function: str | Callable = "exponential",
+    decay: float = 1.0,
+    nu: float | None = None,
+) -> np.ndarray:
+    """Proximities ``f(d_ij)`` for a decay function (seed ``004``, sec. 2.2 and Fig. 3).
+
+    The seed requires ``f(0) = 1`` and ``f(inf) = 0``; infinite distances always get
+    proximity 0 here, whatever the function. With ``beta = decay``:
+
+    - ``"constant"``: ``f(d) = 1`` for finite ``d`` (the IBP with sequential distances);
+    - ``"exponential"``: ``f(d) = exp(-beta d)``;
+    - ``"logistic"``: ``f(d) = (1 + exp(-nu)) / (1 + exp(beta d - nu))``. The seed writes
+      ``1 / (1 + exp(beta d - nu))``; it is rescaled by its value at 0 so that ``f(0) = 1``
+      as the seed requires (the scale enters ``h_i`` and so the owned-dish rates);
+    - ``"window"``: ``f(d) = 1[d < nu]``;
+    - a callable ``f(d)`` (vectorised over arrays, or scalar): checked on distances from 0
+      to 1e6 and inf to return values in ``[0, 1]`` with ``f(0) = 1``.
+
+    Parameters
+    ----------
+    distances : array-like of shape (n_samples, n_samples)
+        Distances, as from :func:`pairwise_distances_for_ddibp` (not re-validated beyond
+        NaN and sign).
+    decay_function : {"constant", "exponential", "logistic", "window"} or callable, \
+default="exponential"
+        The decay function ``f``.
+    decay : float, default=1.0
+        Rate ``beta > 0`` of the exponential and logistic decays (ignored otherwise).
+    nu : float, default=None
+        Offset of the logistic (any real) and width of the window (``> 0``); required by
+        both, ignored otherwise.
+
+    Returns
+    -------
+    proximity : ndarray of shape (n_samples, n_samples)
+        Values in ``[0, 1]``, 0 where the distance is infinite.
+    """
+    D = np.asarray(distances, dtype=float)
+    if np.isnan(D).any() or (D < 0).any():
+        raise ValueError("distances must be non-negative and free of NaN.")
+    finite = np.isfinite(D)
+    proximity = np.zeros_like(D)
+    if callable(decay_function):
+        _check_decay_callable(decay_function)
+        values = _evaluate_callable(decay_function, D[finite])
+        if not ((values >= 0) & (values <= 1)).all():
+            raise ValueError("decay_function returned values outside [0, 1] on these distances.")
+        proximity[finite] = values
+        return proximity
+    if not isinstance(decay_function, str) or decay_function not in DECAY_FUNCTIONS:
+        raise ValueError(
+            f"decay_function must be one of {DECAY_FUNCTIONS} or a callable, "
+            f"got {decay_function!r}."
+        )
+    d = D[finite]
+    if decay_function == "constant":
+        proximity[finite] = 1.0
+    elif decay_function == "exponential":
+        beta = _check_positive(decay, "decay")
+        proximity[finite] = np.exp(-beta * d)
+    elif decay_function == "logistic":
+        beta = _check_positive(decay, "decay")
+        if nu is None or not np.isfinite(float(nu)):
+            raise ValueError(f"nu (the logistic offset) must be a finite number, got {nu!r}.")
+        nu = float(nu)
+        # (1 + e^{-nu}) / (1 + e^{beta d - nu}) via logaddexp, stable for large beta d
+        proximity[finite] = np.exp(np.logaddexp(0.0, -nu) - np.logaddexp(0.0, beta * d - nu))
+        np.minimum(proximity, 1.0, out=proximity)
+    else:  # window
+        width = _check_positive(nu, "nu (the window width)") if nu is not None else None
+        if width is None:
+            raise ValueError("nu (the window width) must be a positive number, got None.")
+        proximity[finite] = (d < width).astype(float)
+    return proximity
+
+
+def normalized_proximity(proximity) -> tuple[np.ndarray, np.ndarray]:
+    """Normalised proximities ``A`` and normalisers ``h`` (seed ``004``, sec. 2.2).
+
+    ``h_i = sum_j f(d_ij)`` and ``a_ij = f(d_ij) / h_i``, so each row of ``A`` is the
+    distribution of customer ``i``'s link for one dish.
+
+    Parameters
+    ----------
+    proximity : array-like of shape (n_samples, n_samples)
+        ``f(D)``, values in ``[0, 1]``, as from :func:`decay_proximity`.
+
+    Returns
+    -------
+    A : ndarray of shape (n_samples, n_samples)
+    h : ndarray of shape (n_samples,)
+    """
+    F = np.asarray(proximity, dtype=float)
+    if F.ndim != 2 or F.shape[0] != F.shape[1]:
+        raise ValueError(f"proximity must be a square matrix, got shape {F.shape}.")
+    if not ((F >= 0) & (F <= 1)).all():
+        raise ValueError("proximity must hold values in [0, 1] (no NaN).")
+    h = F.sum(axis=1)
+    if (h <= 0).any():
+        raise ValueError(
+            "every row of proximity must have a positive sum; "
+            f"rows {np.flatnonzero(h <= 0).tolist()} are all zero."
+        )
+    return F / h[:, None], h
+
+
+# --------------------------------------------------------------------------- reachability
+
+
+@njit(cache=True)
+def compute_reachability(connections, owner):
+    """Customers that reach ``owner`` along one dish's links (seed ``004``, sec. 2.2 step 3).
+
+    ``connections[i] = j`` means customer ``i`` links to ``j`` for this dish. Each customer
+    has exactly one outgoing link, so following links from ``i`` either arrives at the owner
+    or enters a cycle that avoids it. The owner always has the dish and its own outgoing link
+    is ignored (footnote 2): the walk stops there. Every customer is visited once, marked
+    with the answer on the way back, so the cost is ``O(N)`` time and memory per dish.
+
+    Parameters
+    ----------
+    connections : int array of shape (n_samples,)
+        Link targets, each in ``0 .. n_samples - 1``.
+    owner : int
+        The dish's owner.
+
+    Returns
+    -------
+    reaches : bool array of shape (n_samples,)
+    """
+    n = connections.shape[0]
+    # 0 unknown, 1 reaches the owner, 2 does not, 3 on the path being followed
+    state = np.zeros(n, dtype=np.int8)
+    path = np.empty(n, dtype=np.int64)
+    state[owner] = 1
+    for start in range(n):
+        if state[start] != 0:
+            continue
+        length = 0
+        j = start
+        while state[j] == 0:
+            state[j] = 3
+            path[length] = j
+            length += 1
+            j = connections[j]
+        # state 3 here means the walk closed a cycle without meeting the owner
+        verdict = 1 if state[j] == 1 else 2
+        for p in range(length):
+            state[path[p]] = verdict
+    return state == 1
+
+
+@njit(cache=True)
+def fill_feature_matrix(owners, connections, features):
+    """Write ``z_ik = 1`` iff customer ``i`` reaches ``owners[k]`` for dish ``k`` (in place).
+
+    ``O(N K)``: :func:`compute_reachability` for each of the ``K`` columns.
+    """
+    for k in range(owners.shape[0]):
+        reaches = compute_reachability(connections[:, k], owners[k])
+        for i in range(connections.shape[0]):
+            features[i, k] = 1 if reaches[i] else 0
+
+
+def _check_configuration(owners, connections) -> tuple[np.ndarray, np.ndarray]:
+    owners = np.asarray(owners)
+    connections = np.asarray(connections)
+    if connections.ndim != 2:
+        raise ValueError(
+            f"connections must be a 2-d (n_samples, n_features) array, got shape "
+            f"{connections.shape}."
+        )
+    n_samples, n_features = connections.shape
+    if owners.shape != (n_features,):
+        raise ValueError(
+            f"owners must have shape ({n_features},) to match connections, got {owners.shape}."
+        )
+    for name, arr in (("owners", owners), ("connections", connections)):
+        if arr.size and (
+            not np.issubdtype(arr.dtype, np.integer) or arr.min() < 0 or arr.max() >= n_samples
+        ):
+            raise ValueError(f"{name} must hold customer indices in [0, {n_samples - 1}].")
+    return owners.astype(np.int64), np.ascontiguousarray(connections, dtype=np.int64)
+
+
+def inherit_features(owners, connections) -> np.ndarray:
+    """The feature matrix ``Z = phi(c*, C)`` of a dd-IBP configuration (sec. 2.2, steps 3-4).
+
+    Parameters
+    ----------
+    owners : int array-like of shape (n_features,)
+        ``c*_k``, the owner of dish ``k``.
+    connections : int array-like of shape (n_samples, n_features)
+        ``c_ik``, the customer ``i`` links to for dish ``k``.
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_features), dtype int8
+        Every column has at least its owner; ``O(N K)`` time.
+    """
+    owners, connections = _check_configuration(owners, connections)
+    Z = np.zeros(connections.shape, dtype=np.int8)
+    fill_feature_matrix(owners, connections, Z)
+    return Z
+
+
+# --------------------------------------------------------------------------- prior
+
+
+def ddibp_log_prob(owners, connections, A, h, alpha: float) -> float:
+    """``log P(c*, C | D, alpha, f)`` of a labelled configuration (seed ``004``, eqs. 2-4).
+
+    ``sum_i log Poisson(lambda_i; alpha / h_i) + sum_{i,k} log a_{i, c_ik}``, where
+    ``lambda_i`` is the number of dishes customer ``i`` owns.
+
+    How configurations are counted: following eq. 3, ``c*`` is a function of
+    ``(lambda_1, ..., lambda_N)`` — the dishes are labelled in owner order (customer 0's
+    dishes first, then customer 1's, ...) and, within one owner, in the order they were
+    drawn. This is the probability of one such *labelled* configuration: ``lambda`` together
+    with an *ordered* list of connection columns for each owner. It is unchanged by any
+    permutation of the columns (both sums are symmetric in them), so ``owners`` need not be
+    sorted. There is no ``1 / K!`` and no multiplicity correction: to get the probability of
+    a matrix class, sum over labelled configurations (eq. 5). Equivalently, a multiset of
+    columns of one owner in which column types repeat ``m_1, m_2, ...`` times stands for
+    ``lambda_i! / prod_t m_t!`` labelled configurations of this probability.
+
+    Parameters
+    ----------
+    owners : int array-like of shape (n_features,)
+    connections : int array-like of shape (n_samples, n_features)
+    A : array-like of shape (n_samples, n_samples)
+        Normalised proximities.
+    h : array-like of shape (n_samples,)
+        Normalisers ``h_i``.
+    alpha : float
+        Mass parameter, > 0.
+
+    Returns
+    -------
+    float
+        ``-inf`` if some link has zero probability.
+    """
+    alpha = _check_positive(alpha, "alpha")
+    owners, connections = _check_configuration(owners, connections)
+    A = np.asarray(A, dtype=float)
+    h = np.asarray(h, dtype=float)
+    n_samples = connections.shape[0]
+    if A.shape != (n_samples, n_samples) or h.shape != (n_samples,):
+        raise ValueError(
+            f"A must have shape ({n_samples}, {n_samples}) and h shape ({n_samples},); "
+            f"got {A.shape} and {h.shape}."
+        )
+    rates = alpha / h
+    owned = np.bincount(owners, minlength=n_samples).astype(float)
+    log_p = float(np.sum(owned * np.log(rates) - rates - gammaln(owned + 1.0)))  # eq. 3
+    if connections.size:
+        with np.errstate(divide="ignore"):
+            link_probs = np.take_along_axis(A, connections, axis=1)
+            log_p += float(np.sum(np.log(link_probs)))  # eq. 4
+    return log_p
+
+
+def sample_ddibp(proximity, alpha: float, random_state=None):
+    """Draw ``(Z, c*, C)`` from the dd-IBP by its generative process (seed ``004``, sec. 2.2).
+
+    1. customer ``i`` owns ``lambda_i ~ Poisson(alpha / h_i)`` dishes;
+    2. for every dish, every customer ``i`` links to ``j`` with probability ``a_ij``;
+    3. customer ``i`` has dish ``k`` iff it reaches the owner (:func:`inherit_features`).
+
+    Parameters
+    ----------
+    proximity : array-like of shape (n_samples, n_samples)
+        ``f(D)``, as from :func:`decay_proximity`.
+    alpha : float
+        Mass parameter, > 0.
+    random_state : int, RandomState, Generator or None
+        Seed or random source.
+
+    Returns
+    -------
+    Z : ndarray of shape (n_samples, n_features), dtype int8
+    owners : ndarray of shape (n_features,), dtype int64
+        Sorted: customer 0's dishes first (the labelling of :func:`ddibp_log_prob`).
+    connections : ndarray of shape (n_samples, n_features), dtype int64
+    """
+    alpha = _check_positive(alpha, "alpha")
+    A, h = normalized_proximity(proximity)
+    rng = as_random_source(random_state)
+    n_samples = A.shape[0]
+    owned = rng.poisson(alpha / h)
+    owners = np.repeat(np.arange(n_samples, dtype=np.int64), owned)
+    n_features = owners.shape[0]
+    cumulative = np.cumsum(A, axis=1)
+    u = rng.random((n_samples, n_features))
+    connections = np.empty((n_samples, n_features), dtype=np.int64)
+    for i in range(n_samples):
+        # first j with cumulative[i, j] > u: never a zero-probability customer
+        connections[i] = np.searchsorted(cumulative[i], u[i] * cumulative[i, -1], side="right")
+    np.minimum(connections, n_samples - 1, out=connections)
+    Z = np.zeros((n_samples, n_features), dtype=np.int8)
+    fill_feature_matrix(owners, connections, Z)
+    return Z, owners, connections
