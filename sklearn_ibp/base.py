@@ -19,7 +19,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
-from .priors.ibp import ibp_log_prob, sample_alpha_posterior
+from .priors.ibp import harmonic_rate, ibp_log_prob
 
 __all__ = ["BaseIBPSampler", "SamplingInterruptedWarning", "TRACE_NAMES"]
 
@@ -204,7 +204,11 @@ class BaseIBPSampler(BaseEstimator):
         K = state.n_features
         if self.sample_hyperparameters:
             # Seed 000 sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions.
-            alpha = sample_alpha_posterior(K, N, rng, beta=state.beta)
+            rate = (
+                solver.alpha_rate(state) if hasattr(solver, "alpha_rate")
+                else harmonic_rate(N, state.beta)
+            )
+            alpha = rng.gamma(1.0 + K, 1.0 / (1.0 + rate))
             resid = state.X - Z @ A
             precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (1.0 + 0.5 * np.sum(resid**2)))
             precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (1.0 + 0.5 * np.sum(A**2)))

@@ -3,6 +3,7 @@
 from ._base import BaseIBPSolver, FeatureState
 from .accelerated import AcceleratedGibbs
 from .collapsed import CollapsedGibbs
+from .ddibp_gibbs import DistanceDependentGibbs
 from .semi_collapsed import SemiCollapsedGibbs
 from .uncollapsed import UncollapsedGibbs
 
@@ -19,6 +20,7 @@ __all__ = [
     "AcceleratedGibbs",
     "BaseIBPSolver",
     "CollapsedGibbs",
+    "DistanceDependentGibbs",
     "FeatureState",
     "SemiCollapsedGibbs",
     "UncollapsedGibbs",

@@ -26,6 +26,7 @@ from ..likelihoods.linear_gaussian import (
     log_marginal_likelihood_from_stats,
     sample_features_from_information,
 )
+from ..priors.ibp import harmonic_rate
 
 __all__ = ["BaseIBPSolver", "FeatureState"]
 
@@ -107,6 +108,14 @@ class BaseIBPSolver(BaseEstimator):
 
     def sweep(self, state: FeatureState, rng) -> None:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def alpha_rate(self, state: FeatureState) -> float:
+        """Rate added to alpha's Gamma conditional: ``sum_n beta / (beta + n - 1)``.
+
+        Under a Gamma(1, 1) prior, ``alpha | Z ~ Gamma(1 + K, 1 + alpha_rate)`` (seed 000
+        sec. 5.1, appendix C.1); priors of other shapes override this.
+        """
+        return harmonic_rate(state.X.shape[0], state.beta)
 
     def sufficient_statistics(self, state: FeatureState):
         """``(Z^T Z, Z^T X)`` over the live features."""
