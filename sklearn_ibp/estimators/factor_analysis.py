@@ -278,13 +278,28 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return np.log(m) - np.log(self.beta + self._n_train - m)
 
     def _check_X(self, X):
+        """Validate new rows; return them centred with their prior over the features.
+
+        Returns ``(Xc, log_odds, rate)``: the centred data columns, the prior log odds that
+        each row has each fitted feature (n_rows, n_components_) and the Poisson rate of
+        its new features (n_rows,). Subclasses whose prior depends on the row override
+        :meth:`_new_row_prior`.
+        """
         check_is_fitted(self)
         X = validate_data(
             self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False
         )
-        return X - self.mean_
+        Xc, log_odds, rate = self._new_row_prior(X)
+        return Xc, log_odds, rate
 
-    def _config_log_joint(self, Xc, patterns, n_new_max=0):
+    def _new_row_prior(self, X):
+        """Every new row is the ``N+1``-th customer of the buffet."""
+        n = X.shape[0]
+        log_odds = np.tile(self._prior_log_odds(), (n, 1))
+        rate = np.full(n, self.alpha_ * self.beta / (self.beta + self._n_train))
+        return X - self.mean_, log_odds, rate
+
+    def _config_log_joint(self, Xc, patterns, log_odds, rate, n_new_max=0):
         """``log p(z, x_obs)`` for every row and every feature pattern in ``patterns``.
 
         Features are held at their posterior: ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the
@@ -294,9 +309,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         M, S = self.components_, self._feature_cov
         sx2, sa2 = self.sigma_x_**2, self.sigma_a_**2
-        log_odds = self._prior_log_odds()
-        log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0)
-        log_prior = patterns @ log_odds + log_off.sum()
+        log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0), per row
+        log_prior = log_odds @ patterns.T + log_off.sum(axis=1)[:, None]
         pattern_means = patterns @ M  # (P, D)
         var = sx2 + np.einsum("pk,kj,pj->p", patterns, S, patterns)
         observed = ~np.isnan(Xc)
@@ -308,21 +322,21 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             - 2.0 * X0 @ pattern_means.T
             + observed.astype(float) @ (pattern_means**2).T
         )
-        rate = self.alpha_ * self.beta / (self.beta + self._n_train)
+        rate = np.asarray(rate, dtype=float)[:, None]
         terms = []
         for j in range(n_new_max + 1):
             v = var[None, :] + j * sa2
             log_poisson = j * np.log(rate) - rate - np.sum(np.log(np.arange(1, j + 1)))
             terms.append(log_poisson - 0.5 * n_obs * (_LOG_2PI + np.log(v)) - 0.5 * sq / v)
         log_lik = terms[0] if n_new_max == 0 else logsumexp(np.stack(terms), axis=0)
-        return log_prior[None, :] + log_lik
+        return log_prior + log_lik
 
     def _all_patterns(self):
         K = self.n_components_
         codes = np.arange(2**K)
         return ((codes[:, None] >> np.arange(K)[None, :]) & 1).astype(float)
 
-    def _mean_field(self, Xc, n_steps=50):
+    def _mean_field(self, Xc, log_odds, n_steps=50):
         """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M).
 
         Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
@@ -330,10 +344,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         M = np.ascontiguousarray(self.components_)
         sx2 = self.sigma_x_**2
-        log_odds = self._prior_log_odds()
         observed = (~np.isnan(Xc)).astype(float)
         X0 = np.where(observed > 0, Xc, 0.0)
-        q = np.tile(expit(log_odds), (Xc.shape[0], 1))
+        q = expit(log_odds)
         # Residual x - q M over the observed entries, kept current feature by feature so
         # a step costs O(N K D) rather than rebuilding q M for every feature.
         resid = (X0 - q @ M) * observed
@@ -343,7 +356,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 resid += np.outer(q[:, k], M[k]) * observed  # take feature k out
                 gain = (resid @ M[k] - half_sq_norms[:, k]) / sx2
                 # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
-                q[:, k] = expit(log_odds[k] + gain)
+                q[:, k] = expit(log_odds[:, k] + gain)
                 resid -= np.outer(q[:, k], M[k]) * observed
         return q
 
@@ -365,15 +378,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ndarray of shape (n_samples, n_components)
             ``E[z_nk | x_n]``.
         """
-        Xc = self._check_X(X)
+        Xc, log_odds, rate = self._check_X(X)
         if self.n_components_ == 0:
             return np.zeros((Xc.shape[0], 0))
         if self.n_components_ > MAX_EXACT_FEATURES:
-            return self._mean_field(Xc)
+            return self._mean_field(Xc, log_odds)
         patterns = self._all_patterns()
         out = np.empty((Xc.shape[0], self.n_components_))
         for start in range(0, Xc.shape[0], 512):
-            block = self._config_log_joint(Xc[start : start + 512], patterns)
+            rows = slice(start, start + 512)
+            block = self._config_log_joint(Xc[rows], patterns, log_odds[rows], rate[rows])
             block -= logsumexp(block, axis=1, keepdims=True)
             # Rounding can carry a sum of probabilities a few ulps past 1.
             out[start : start + 512] = np.clip(np.exp(block) @ patterns, 0.0, 1.0)
@@ -417,15 +431,18 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         -------
         ndarray of shape (n_samples,)
         """
-        Xc = self._check_X(X)
+        Xc, log_odds, rate = self._check_X(X)
         if self.n_components_ <= MAX_EXACT_FEATURES:
             patterns = self._all_patterns()
             out = np.empty(Xc.shape[0])
             for start in range(0, Xc.shape[0], 512):
-                block = self._config_log_joint(Xc[start : start + 512], patterns, n_new_max=3)
+                rows = slice(start, start + 512)
+                block = self._config_log_joint(
+                    Xc[rows], patterns, log_odds[rows], rate[rows], n_new_max=3
+                )
                 out[start : start + 512] = logsumexp(block, axis=1)
             return out
-        q = self._mean_field(Xc)
+        q = self._mean_field(Xc, log_odds)
         out = np.empty(Xc.shape[0])
         for n in range(Xc.shape[0]):
             mode = (q[n] > 0.5).astype(float)
@@ -433,7 +450,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             patterns = np.tile(mode, (2 ** len(uncertain), 1))
             codes = np.arange(2 ** len(uncertain))
             patterns[:, uncertain] = (codes[:, None] >> np.arange(len(uncertain))) & 1
-            out[n] = logsumexp(self._config_log_joint(Xc[n : n + 1], patterns, n_new_max=3))
+            row = slice(n, n + 1)
+            out[n] = logsumexp(
+                self._config_log_joint(Xc[row], patterns, log_odds[row], rate[row], n_new_max=3)
+            )
         return out
 
     def score(self, X, y=None):
