@@ -141,7 +141,7 @@ class BaseIBPSampler(BaseEstimator):
                     state = chain["state"]
                     self._iterate(solver, state, rng, missing)
                     last_complete = None  # the state is whole again: nothing to undo
-                    log_joint = ibp_log_prob(state.active_Z, state.alpha, state.beta)
+                    log_joint = self._log_prior(state)
                     log_joint += solver.log_likelihood(state)
                     for name, value in zip(
                         TRACE_NAMES,
@@ -175,7 +175,7 @@ class BaseIBPSampler(BaseEstimator):
             # Interrupted during burn-in: keep the current state of each started chain.
             for c, chain in enumerate(chains):
                 state = chain["state"]
-                log_joint = ibp_log_prob(state.active_Z, state.alpha, state.beta)
+                log_joint = self._log_prior(state)
                 samples.append(self._snapshot(state, c, log_joint + solver.log_likelihood(state)))
                 if np.isnan(traces["log_joint"][c]).all():
                     break
@@ -220,6 +220,10 @@ class BaseIBPSampler(BaseEstimator):
             draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
             X[missing] = draw[missing]
             solver.set_data(state, X)
+
+    def _log_prior(self, state) -> float:
+        """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
+        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
 
     def _snapshot(self, state, chain, log_joint):
         """What is kept of a state: its live ``Z`` (int8) and scalar values."""

@@ -58,6 +58,12 @@ class DistanceDependentGibbs(BaseIBPSolver):
         )
         owners = np.asarray(hyper.get("owners", np.zeros(0)), dtype=np.int64)
         connections = hyper.get("connections")
+        if owners.size == 0 and Z is None:
+            # Start from a draw of the prior: lambda_i ~ Poisson(alpha / h_i), prior links.
+            owners = np.repeat(np.arange(N), rng.poisson(state.alpha / state.stats["h"]))
+            connections = np.zeros((N, owners.size), dtype=np.int64)
+            for k in range(owners.size):
+                connections[:, k] = self._prior_links(state, rng)
         if owners.size:
             self._set_dishes(state, owners, np.asarray(connections, dtype=np.int64))
         self._refresh(state)
