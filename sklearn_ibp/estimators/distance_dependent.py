@@ -191,17 +191,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self._train_positions = positions
         mean = np.nanmean(data, axis=0)
         Xc = data - mean
-        scale = float(np.nanstd(Xc))
-        if not np.isfinite(scale) or scale <= 0.0:
-            scale = 1.0
-        hyper = {
-            "alpha": float(self.alpha),
-            "beta": 1.0,
-            "sigma_x": float(self.sigma_x) if self.sigma_x is not None else 0.25 * scale,
-            "sigma_a": float(self.sigma_a) if self.sigma_a is not None else 0.75 * scale,
-            "proximity": A,
-            "h": h,
-        }
+        hyper = {**self._starting_hyperparameters(Xc), "proximity": A, "h": h}
         self._A, self._h = A, h
         solver = self._solver if (self.warm_start and hasattr(self, "_chains")) else (
             self._resolve_solver()
