@@ -210,13 +210,12 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
 
     # -- hooks of the sampling loop -------------------------------------------------------
     def _log_prior(self, state) -> float:
-        st = state.stats
-        return ddibp_log_prob(st["owners"], st["connections"], self._A, self._h, state.alpha)
+        owners, connections = DistanceDependentGibbs.dishes(state)
+        return ddibp_log_prob(owners, connections, self._A, self._h, state.alpha)
 
     def _snapshot(self, state, chain, log_joint):
         sample = super()._snapshot(state, chain, log_joint)
-        sample["owners"] = state.stats["owners"].copy()
-        sample["connections"] = state.stats["connections"].copy()
+        sample["owners"], sample["connections"] = DistanceDependentGibbs.dishes(state)
         return sample
 
     # -- new rows -------------------------------------------------------------------------

@@ -4,23 +4,25 @@ The state is the ownership of dishes and the customers' links for every owned di
 follows by reachability. One sweep
 
 1. Gibbs-samples every link ``c_ik`` (eq. 33): two likelihoods per update, reaching the
-   owner or not, evaluated with rank-one updates of the collapsed likelihood (eq. 36);
-2. proposes, customer by customer, a new number of owned dishes from the prior,
-   ``lambda_i' ~ Poisson(alpha / h_i)``, adding dishes with links drawn from the prior or
-   removing randomly chosen ones, accepted with the likelihood ratio (eq. 34). The seed
-   proposes every customer's count at once; one customer at a time is the same move
-   restricted to one block, and is accepted far more often.
+   owner or not, each from the statistics of one column of ``Z`` (the rows whose ``z``
+   changes form the window of the update), never by recomputing the likelihood;
+2. visits every customer with a birth-or-death Metropolis-Hastings move of the dishes it
+   owns (eq. 34): a new dish with links from the prior, as in the seed, or from the prior
+   conditioned on nobody linking to the owner (a feature of its own, which the link
+   updates then spread to the rows that share it); or the removal of one of its dishes.
+   The seed proposes every customer's count at once from the prior; one dish of one
+   customer at a time is accepted far more often, and the second proposal lets the data
+   open features that prior links would seldom propose.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..priors.ddibp import compute_reachability
-from ._base import BaseIBPSolver, FeatureState
+from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._collapsed_kernels import _full_inverse
-from ._ddibp_kernels import sweep_connections
+from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
 
 __all__ = ["DistanceDependentGibbs"]
 
@@ -39,6 +41,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         proximity = np.ascontiguousarray(hyper["proximity"], dtype=float)
         N = proximity.shape[0]
+        h = np.asarray(hyper["h"], dtype=float)
         state = FeatureState(
             X=np.ascontiguousarray(X, dtype=float),
             Z=np.zeros((N, 0), dtype=np.int8),
@@ -48,123 +51,100 @@ class DistanceDependentGibbs(BaseIBPSolver):
             sigma_x=float(hyper["sigma_x"]),
             sigma_a=float(hyper["sigma_a"]),
         )
-        cum = np.cumsum(proximity, axis=1)
+        # log P(no other customer links to i) = sum_{j != i} log(1 - a_ji)
+        off_diagonal = proximity - np.diag(np.diag(proximity))
+        with np.errstate(divide="ignore"):
+            log_no_link = np.log1p(-np.minimum(off_diagonal, 1.0)).sum(axis=0)
         state.stats.update(
             proximity=proximity,
-            cum_proximity=np.ascontiguousarray(cum),
-            h=np.asarray(hyper["h"], dtype=float),
-            owners=np.zeros(0, dtype=np.int64),
-            connections=np.zeros((N, 0), dtype=np.int64),
+            cum_proximity=np.ascontiguousarray(np.cumsum(proximity, axis=1)),
+            h=h,
+            log_no_link=np.ascontiguousarray(log_no_link),
         )
         owners = np.asarray(hyper.get("owners", np.zeros(0)), dtype=np.int64)
         connections = hyper.get("connections")
         if owners.size == 0 and Z is None:
             # Start from a draw of the prior: lambda_i ~ Poisson(alpha / h_i), prior links.
-            owners = np.repeat(np.arange(N), rng.poisson(state.alpha / state.stats["h"]))
+            owners = np.repeat(np.arange(N), rng.poisson(state.alpha / h))
             connections = np.zeros((N, owners.size), dtype=np.int64)
             for k in range(owners.size):
-                connections[:, k] = self._prior_links(state, rng)
-        if owners.size:
-            self._set_dishes(state, owners, np.asarray(connections, dtype=np.int64))
-        self._refresh(state)
+                for i in range(N):
+                    connections[i, k] = draw_link(state.stats["cum_proximity"][i], rng)
+        connections = np.asarray(connections, dtype=np.int64).reshape(N, owners.size)
+        self._set_dishes(state, owners, connections)
         return state
 
     # -- dishes ---------------------------------------------------------------------------
-    def _set_dishes(self, state, owners, connections):
+    def _set_dishes(self, state, owners, connections, capacity=None):
+        """Store dishes ``owners`` with links ``connections`` (n_samples, K); derive ``Z``."""
         N = state.X.shape[0]
-        Z = np.zeros((N, owners.size), dtype=np.int8)
-        for k in range(owners.size):
-            Z[:, k] = compute_reachability(connections[:, k], owners[k])
-        state.Z = Z
-        state.n_features = owners.size
-        state.stats["owners"] = np.ascontiguousarray(owners)
-        state.stats["connections"] = np.ascontiguousarray(connections)
+        K = owners.size
+        cap = max(capacity or 0, 2 * K, K + 8)
+        Z = np.zeros((N, K), dtype=np.int8)
+        links = np.zeros((cap, N), dtype=np.int64)
+        own = np.full(cap, -1, dtype=np.int64)
+        for k in range(K):
+            links[k] = connections[:, k]
+            Z[:, k] = compute_reachability(links[k], owners[k])
+        own[:K] = owners
+        state.Z = with_capacity(Z, K, cap)
+        state.n_features = K
+        state.stats["owners"] = own
+        state.stats["links"] = links
+        self._refresh(state)
 
     def _refresh(self, state) -> None:
+        """Recompute ``M^{-1}``, ``Z^T X`` and ``G = M^{-1} Z^T X`` from ``(X, Z)``."""
         K = state.n_features
-        Zf = state.Z.astype(float)
-        gram = Zf.T @ Zf
-        Minv = np.zeros((K, K))
-        logdet = _full_inverse(gram, K, state.sigma_x**2 / state.sigma_a**2, Minv)
-        state.stats.update(
-            Minv=Minv,
-            logdet=float(logdet),
-            cross=np.ascontiguousarray(Zf.T @ state.X),
-            sq_norm=float(np.sum(state.X**2)),
-        )
+        cap = state.Z.shape[1]
+        Zf = state.Z[:, :K].astype(float)
+        Minv = np.zeros((cap, cap))
+        _full_inverse(Zf.T @ Zf, K, state.sigma_x**2 / state.sigma_a**2, Minv)
+        cross = np.zeros((cap, state.X.shape[1]))
+        cross[:K] = Zf.T @ state.X
+        state.stats.update(Minv=Minv, cross=cross, G=Minv @ cross)
 
-    def _prior_links(self, state, rng):
-        """One dish's links drawn from the prior, ``c_m ~ a_m.``."""
-        cum = state.stats["cum_proximity"]
-        u = rng.random(cum.shape[0]) * cum[:, -1]
-        return np.minimum((cum <= u[:, None]).sum(axis=1), cum.shape[0] - 1).astype(np.int64)
+    def _grow(self, state) -> None:
+        owners, connections = self.dishes(state)
+        self._set_dishes(state, owners, connections, capacity=2 * state.Z.shape[1])
 
-    def _log_lik(self, state, Z):
-        Zf = Z.astype(float)
-        N, D = state.X.shape
-        return log_marginal_likelihood_from_stats(
-            Zf.T @ Zf, Zf.T @ state.X, state.stats["sq_norm"], N, D, state.sigma_x,
-            state.sigma_a,
-        )
+    @staticmethod
+    def dishes(state):
+        """``(owners, connections)`` of the live dishes: shapes (K,) and (n_samples, K)."""
+        K = state.n_features
+        st = state.stats
+        return st["owners"][:K].copy(), st["links"][:K].T.copy()
 
     # -- the sweep ------------------------------------------------------------------------
     def sweep(self, state: FeatureState, rng) -> None:
         st = state.stats
         if state.n_features:
-            st["logdet"] = float(
-                sweep_connections(
-                    state.X, state.Z, st["connections"], st["owners"], state.n_features,
-                    st["proximity"], st["cum_proximity"], st["Minv"], st["logdet"],
-                    st["cross"], st["sq_norm"], state.sigma_x, state.sigma_a, rng,
-                )
+            sweep_connections(
+                state.X, state.Z, st["links"], st["owners"], state.n_features,
+                st["proximity"], st["cum_proximity"], st["Minv"], st["G"], st["cross"],
+                state.sigma_x, state.sigma_a, rng,
             )
-        self._sweep_ownership(state, rng)
-
-    def _sweep_ownership(self, state, rng):
-        st = state.stats
+        mu = state.alpha / st["h"]
         N = state.X.shape[0]
-        proposals = rng.poisson(state.alpha / st["h"])
-        changed = False
-        current = None
-        for i in range(N):
-            owned = np.flatnonzero(st["owners"] == i)
-            if proposals[i] == owned.size:
-                continue
-            if current is None:
-                current = self._log_lik(state, state.Z)
-            owners, connections, Z = st["owners"], st["connections"], state.Z
-            if proposals[i] > owned.size:
-                n_new = proposals[i] - owned.size
-                new_links = np.stack([self._prior_links(state, rng) for _ in range(n_new)], 1)
-                new_Z = np.stack(
-                    [compute_reachability(new_links[:, j], i) for j in range(n_new)], 1
-                ).astype(np.int8)
-                owners = np.concatenate([owners, np.full(n_new, i, dtype=np.int64)])
-                connections = np.concatenate([connections, new_links], axis=1)
-                Z = np.concatenate([Z, new_Z], axis=1)
-            else:
-                drop = rng.choice(owned, size=owned.size - proposals[i], replace=False)
-                keep = np.setdiff1d(np.arange(owners.size), drop)
-                owners, connections, Z = owners[keep], connections[:, keep], Z[:, keep]
-            proposed = self._log_lik(state, Z)
-            if np.log(rng.random()) < proposed - current:
-                state.Z = np.ascontiguousarray(Z)
-                state.n_features = owners.size
-                st["owners"] = np.ascontiguousarray(owners)
-                st["connections"] = np.ascontiguousarray(connections)
-                current = proposed
-                changed = True
-        if changed:
-            self._refresh(state)
+        start = 0
+        while True:
+            K, start = sweep_ownership(
+                state.X, state.Z, st["links"], st["owners"], state.n_features,
+                st["cum_proximity"], st["log_no_link"], mu, st["Minv"], st["G"],
+                st["cross"], state.sigma_x, state.sigma_a, start, rng,
+            )
+            state.n_features = int(K)
+            if start >= N:
+                break
+            self._grow(state)
+        # The statistics were updated in place; recompute them once per sweep so that
+        # rounding cannot accumulate.
+        self._refresh(state)
 
     # -- what the estimator's loop asks for -----------------------------------------------
     def alpha_rate(self, state) -> float:
         """``sum_i 1 / h_i``, the rate of alpha's Gamma conditional (eq. 32)."""
         return float(np.sum(1.0 / state.stats["h"]))
-
-    def sufficient_statistics(self, state):
-        Zf = state.Z.astype(float)
-        return Zf.T @ Zf, Zf.T @ state.X
 
     def compact(self, state, keep) -> None:  # every owned dish is active: nothing to drop
         return None

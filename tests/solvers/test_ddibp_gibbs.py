@@ -37,7 +37,7 @@ def run_chain(X, A, h, alpha, n_sweeps, thin, seed, sigma_x=1.0, sigma_a=1.0):
     for it in range(n_sweeps):
         solver.sweep(state, rng)
         if it % thin == 0:
-            out.append(state.Z.copy())
+            out.append(state.active_Z.copy())
     return out
 
 
