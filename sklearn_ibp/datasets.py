@@ -7,7 +7,13 @@ from sklearn.utils import check_random_state
 
 from .priors.ibp import sample_ibp
 
-__all__ = ["BLOCK_SHAPES", "make_block_images", "make_dd_ibp", "make_ibp_linear_gaussian"]
+__all__ = [
+    "BLOCK_SHAPES",
+    "make_block_image_sequence",
+    "make_block_images",
+    "make_dd_ibp",
+    "make_ibp_linear_gaussian",
+]
 
 #: The four 3x3 shapes of the block images, each placed in one quadrant of a 6x6 image.
 BLOCK_SHAPES = (
@@ -62,6 +68,56 @@ def make_block_images(n_samples=1000, noise=0.5, p=0.5, random_state=None):
     rng = check_random_state(random_state)
     A = _block_features()
     Z = (rng.random_sample((n_samples, 4)) < p).astype(np.int8)
+    X = Z @ A + noise * rng.standard_normal((n_samples, 36))
+    return X, Z, A
+
+
+def make_block_image_sequence(
+    n_samples=200, switch_prob=0.08, noise=0.5, p=0.5, random_state=None
+):
+    """A time series of block images whose shapes switch on and off in runs.
+
+    Shape ``k`` is present in the first image with probability ``p``; from one image to
+    the next each shape switches (on to off or off to on) with probability
+    ``switch_prob``, so shapes persist for runs of ``1 / switch_prob`` images on average.
+    Nearby rows in time share more features: the non-exchangeable data the
+    distance-dependent IBP is made for (Gershman, Frazier and Blei, sec. 7.2).
+
+    Parameters
+    ----------
+    n_samples : int, default=200
+        Number of images, in time order.
+    switch_prob : float, default=0.08
+        Probability that a shape switches between consecutive images.
+    noise : float, default=0.5
+        Standard deviation of the pixel noise.
+    p : float, default=0.5
+        Probability that a shape is present in the first image.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 36)
+        Images in time order, flattened row by row.
+    Z : ndarray of shape (n_samples, 4)
+        Which shapes each image contains.
+    A : ndarray of shape (4, 36)
+        The shapes.
+    """
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    if not 0.0 <= switch_prob <= 1.0:
+        raise ValueError(f"switch_prob must be a probability in [0, 1], got {switch_prob!r}.")
+    if noise < 0:
+        raise ValueError(f"noise must be non-negative, got {noise!r}.")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}.")
+    rng = check_random_state(random_state)
+    A = _block_features()
+    flips = rng.random_sample((n_samples, 4)) < switch_prob
+    flips[0] = rng.random_sample(4) < p  # the first image: switched on from "all off"
+    Z = (np.cumsum(flips, axis=0) % 2).astype(np.int8)
     X = Z @ A + noise * rng.standard_normal((n_samples, 36))
     return X, Z, A
 

@@ -60,7 +60,7 @@ def test_log_joint_trace_is_the_model_log_joint(small_data):
     # the kept sample with the public prior and likelihood functions.
     model = _model(n_iter=4, burn_in=0).fit(small_data)
     last = model.samples_[-1]
-    expected = ibp_log_prob(last["Z"], model.alpha, model.beta) + log_marginal_likelihood(
+    expected = ibp_log_prob(last["Z"], last["alpha"], model.beta) + log_marginal_likelihood(
         small_data - model.mean_, last["Z"], last["sigma_x"], last["sigma_a"]
     )
     assert last["log_joint"] == pytest.approx(expected, rel=1e-9)
@@ -177,7 +177,7 @@ def test_warm_start_uses_the_new_data(small_data):
     X_new[:, 0] = 10.0 * X_new[:, 0] + 1.0
     model.set_params(n_iter=2).fit(X_new)
     last = model.samples_[-1]
-    expected = ibp_log_prob(last["Z"], model.alpha, model.beta) + log_marginal_likelihood(
+    expected = ibp_log_prob(last["Z"], last["alpha"], model.beta) + log_marginal_likelihood(
         X_new - model.mean_, last["Z"], last["sigma_x"], last["sigma_a"]
     )
     assert last["log_joint"] == pytest.approx(expected, rel=1e-9)
@@ -236,7 +236,7 @@ def test_fixed_hyperparameters_stay_fixed(small_data, missing):
     X = np.array(small_data)
     if missing:
         X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
-    model = _model(alpha=2.0, sigma_x=0.3, sigma_a=1.5).fit(X)
+    model = _model(alpha=2.0, sigma_x=0.3, sigma_a=1.5, sample_hyperparameters=False).fit(X)
     assert np.all(model.traces_["alpha"] == 2.0)
     assert np.all(model.traces_["sigma_x"] == 0.3)
     assert np.all(model.traces_["sigma_a"] == 1.5)
@@ -245,10 +245,21 @@ def test_fixed_hyperparameters_stay_fixed(small_data, missing):
 
 def test_default_noise_levels_follow_the_data_scale(small_data):
     scaled = 100.0 * np.asarray(small_data)
-    a = _model(n_iter=3).fit(small_data)
-    b = _model(n_iter=3).fit(scaled)
+    a = _model(n_iter=3, sample_hyperparameters=False).fit(small_data)
+    b = _model(n_iter=3, sample_hyperparameters=False).fit(scaled)
     assert b.sigma_x_ == pytest.approx(100.0 * a.sigma_x_, rel=1e-12)
     assert b.sigma_a_ == pytest.approx(100.0 * a.sigma_a_, rel=1e-12)
+    s = np.std(np.asarray(small_data) - np.mean(small_data, axis=0))
+    assert a.sigma_x_ == pytest.approx(0.25 * s) and a.sigma_a_ == pytest.approx(0.75 * s)
+
+
+def test_sampled_noise_level_starts_at_the_data_scale(small_data):
+    # Sampled, sigma_x starts with all variation as noise: the first sweep's draw of
+    # sigma_x is close to the data's standard deviation, far above 0.25 of it.
+    X = np.asarray(small_data)
+    s = np.std(X - X.mean(axis=0))
+    first = _model(n_iter=1, burn_in=0, alpha=1e-3).fit(X).traces_["sigma_x"][0, 0]
+    assert 0.6 * s < first < 1.4 * s
 
 
 def test_no_warnings_on_a_plain_fit(small_data):

@@ -7,8 +7,8 @@ from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
-from sklearn_ibp import DistanceDependentIBP
-from sklearn_ibp.datasets import make_block_images
+from sklearn_ibp import DistanceDependentIBP, IBPFactorAnalysis
+from sklearn_ibp.datasets import make_block_image_sequence
 
 
 @parametrize_with_checks([DistanceDependentIBP(n_iter=5, burn_in=2, random_state=0)])
@@ -18,15 +18,7 @@ def test_sklearn_compatible(estimator, check):
 
 def time_indexed_blocks(n_samples=120, seed=0):
     """Block images whose shapes switch on and off in runs, with the time as column 0."""
-    rng = np.random.default_rng(seed)
-    _, _, A = make_block_images(n_samples=1, random_state=0)
-    Z = np.zeros((n_samples, 4), dtype=int)
-    state = rng.random(4) < 0.5
-    for t in range(n_samples):
-        flip = rng.random(4) < 0.08
-        state = np.where(flip, ~state, state)
-        Z[t] = state
-    X = Z @ A + 0.5 * rng.normal(size=(n_samples, 36))
+    X, Z, _ = make_block_image_sequence(n_samples, random_state=seed)
     return np.column_stack([np.arange(n_samples, dtype=float), X]), Z
 
 
@@ -85,3 +77,110 @@ def test_bad_input_is_named(params, X_change, match):
         X[3, 0] = np.nan
     with pytest.raises(ValueError, match=match):
         DistanceDependentIBP(n_iter=2, random_state=0, **params).fit(X)
+
+
+def test_reconstructs_held_out_entries_of_a_time_series_better_than_the_ibp():
+    # Seed 004, sec. 7.2: on data whose features persist in time, the dd-IBP with
+    # exponential decay reconstructs missing entries better than the exchangeable IBP.
+    # A sixth of the images keep only 3 of their 36 pixels: the IBP must guess their
+    # shapes from those, the dd-IBP also from the images next to them in time.
+    errors = []
+    for seed in range(3):
+        X, _, _ = make_block_image_sequence(150, random_state=seed)
+        rng = np.random.default_rng(seed)
+        held_out = np.zeros(X.shape, dtype=bool)
+        for row in rng.choice(150, 25, replace=False):
+            held_out[row, rng.choice(36, 33, replace=False)] = True
+        X_missing = np.where(held_out, np.nan, X)
+        X_timed = np.column_stack([np.arange(150.0), X_missing])
+        dd = DistanceDependentIBP(covariate_columns=[0], decay=0.5, n_iter=150,
+                                  random_state=seed).fit(X_timed)
+        ibp = IBPFactorAnalysis(n_iter=150, random_state=seed).fit(X_missing)
+        dd_fill = dd.inverse_transform(dd.transform(X_timed))
+        ibp_fill = ibp.inverse_transform(ibp.transform(X_missing))
+        errors.append([np.mean((fill[held_out] - X[held_out]) ** 2)
+                       for fill in (dd_fill, ibp_fill)])
+    errors = np.array(errors)
+    assert np.all(errors[:, 0] < errors[:, 1]), errors
+    assert errors[:, 0].mean() < 0.93 * errors[:, 1].mean(), errors
+
+
+def test_precomputed_distances_give_the_same_fit_as_the_covariate():
+    X, _ = time_indexed_blocks(n_samples=40)
+    t = X[:, 0]
+    params = dict(decay=0.5, n_iter=15, random_state=3)
+    by_covariate = DistanceDependentIBP(covariate_columns=[0], **params).fit(X)
+    distances = np.abs(t[:, None] - t[None, :])
+    X_pre = np.column_stack([distances, X[:, 1:]])
+    by_matrix = DistanceDependentIBP(
+        metric="precomputed", covariate_columns=list(range(40)), **params
+    ).fit(X_pre)
+    np.testing.assert_array_equal(by_covariate.Z_, by_matrix.Z_)
+    np.testing.assert_array_equal(by_covariate.connections_, by_matrix.connections_)
+    # New rows: their distances to the 40 training rows in the same columns.
+    new_t = np.array([3.5, 20.0])
+    new = np.column_stack([new_t, X[:2, 1:]])
+    new_pre = np.column_stack([np.abs(new_t[:, None] - t[None, :]), X[:2, 1:]])
+    np.testing.assert_allclose(by_covariate.transform(new), by_matrix.transform(new_pre))
+
+
+@pytest.mark.parametrize(
+    "change, match",
+    [
+        ("too_few_columns", r"\(40, 40\) distance matrix"),
+        ("negative", "non-negative"),
+        ("nan", "non-negative and not NaN"),
+        ("no_columns", "needs covariate_columns"),
+        ("nonzero_diagonal", "diagonal"),
+    ],
+)
+def test_bad_precomputed_distances_are_named(change, match):
+    X, _ = time_indexed_blocks(n_samples=40)
+    t = X[:, 0]
+    distances = np.abs(t[:, None] - t[None, :])
+    columns = list(range(40))
+    if change == "too_few_columns":
+        distances, columns = distances[:, :39], list(range(39))
+    elif change == "negative":
+        distances[2, 5] = -1.0
+    elif change == "nan":
+        distances[2, 5] = np.nan
+    elif change == "no_columns":
+        columns = None
+    elif change == "nonzero_diagonal":
+        distances[4, 4] = 1.0
+    X_pre = np.column_stack([distances, X[:, 1:]])
+    model = DistanceDependentIBP(metric="precomputed", covariate_columns=columns, n_iter=2)
+    with pytest.raises(ValueError, match=match):
+        model.fit(X_pre)
+
+
+def test_precomputed_allows_inf_for_rows_that_never_link():
+    X, _ = time_indexed_blocks(n_samples=30)
+    t = X[:, 0]
+    distances = np.abs(t[:, None] - t[None, :])
+    distances[distances > 5] = np.inf
+    X_pre = np.column_stack([distances, X[:, 1:]])
+    model = DistanceDependentIBP(metric="precomputed", covariate_columns=list(range(30)),
+                                 n_iter=10, random_state=0).fit(X_pre)
+    assert np.all(np.abs(t[:, None] - t[model.connections_]) <= 5)
+
+
+def test_sample_draws_rows_near_their_covariates():
+    X, _ = time_indexed_blocks()
+    model = DistanceDependentIBP(covariate_columns=[0], decay=0.5, n_iter=40,
+                                 random_state=0).fit(X)
+    k = int(np.argmax(model.feature_counts_))
+    has = np.flatnonzero(model.Z_[:, k])
+    lacks = np.flatnonzero(model.Z_[:, k] == 0)
+    times = np.repeat([[has[len(has) // 2]], [lacks[len(lacks) // 2]]], 200, axis=0)
+    drawn, Z = model.sample(400, covariates=times.astype(float), random_state=1)
+    assert drawn.shape == (400, X.shape[1]) and Z.shape == (400, model.n_components_)
+    np.testing.assert_array_equal(drawn[:, 0], times[:, 0])
+    assert Z[:200, k].mean() > Z[200:, k].mean() + 0.3
+    again, _ = model.sample(400, covariates=times.astype(float), random_state=1)
+    np.testing.assert_array_equal(drawn, again)
+    with pytest.raises(ValueError, match="needs covariates"):
+        model.sample(3)
+    with pytest.raises(ValueError, match="shape"):
+        model.sample(3, covariates=np.zeros((2, 1)))

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from numbers import Real
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils._param_validation import Interval, StrOptions
-from sklearn.utils.validation import validate_data
+from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..priors.ddibp import (
     DECAY_FUNCTIONS,
@@ -17,6 +17,7 @@ from ..priors.ddibp import (
     normalized_proximity,
     pairwise_distances_for_ddibp,
 )
+from ..priors.ibp import as_random_source
 from ..solvers.ddibp_gibbs import DistanceDependentGibbs
 from .factor_analysis import IBPFactorAnalysis, _check_missing_pattern
 
@@ -45,7 +46,10 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     nu : float or None, default=None
         Offset of the logistic decay, width of the window decay.
     metric : str or callable, default="euclidean"
-        Any scikit-learn or SciPy metric for the distances between covariates.
+        Any scikit-learn or SciPy metric for the distances between covariates, or
+        ``"precomputed"``: the covariate columns of ``X`` then hold each row's distances
+        to the training rows (in ``fit``, the square distance matrix of the training rows,
+        zero on the diagonal; ``inf`` marks rows that never link).
     covariate_columns : list of int or None, default=None
         Columns of ``X`` used only for distances. None uses the row index as a time
         covariate; new rows in ``transform`` then count as coming right after the training
@@ -54,8 +58,8 @@ class DistanceDependentIBP(IBPFactorAnalysis):
         Customers link only to earlier rows (``d_ij = inf`` for ``j > i``); with a constant
         decay this is the IBP.
     sigma_x, sigma_a : float or None, default=None
-        Noise and feature standard deviations; None uses 0.25 and 0.75 times the standard
-        deviation of the centred data columns.
+        Noise and feature standard deviations (starting values when sampled); None as in
+        :class:`IBPFactorAnalysis`.
     n_iter, burn_in, thin, n_chains, sample_hyperparameters, warm_start, random_state, \
 verbose
         As in :class:`IBPFactorAnalysis`; ``alpha`` is resampled from
@@ -101,7 +105,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         burn_in=None,
         thin=1,
         n_chains=1,
-        sample_hyperparameters=False,
+        sample_hyperparameters=True,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -131,11 +135,25 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
     def _resolve_solver(self):
         return DistanceDependentGibbs()
 
-    def _split_columns(self, X):
-        """``(covariates, data)`` column blocks of ``X``."""
-        n_columns = X.shape[1]
+    def _validate_rows(self, X, *, reset):
+        """``X`` as a float array. NaN marks a missing data entry; with
+        ``metric="precomputed"`` the distance columns may hold ``inf`` (never linked)."""
+        X = validate_data(
+            self, X, dtype=np.float64, reset=reset, ensure_min_samples=2 if reset else 1,
+            ensure_all_finite=False if self.metric == "precomputed" else "allow-nan",
+        )
+        self._split_columns(X)  # checks the column blocks
+        return X
+
+    def _covariate_indices(self, n_columns):
+        """Column indices of the covariates, in the order given (None for the row index)."""
         if self.covariate_columns is None:
-            return None, X
+            if self.metric == "precomputed":
+                raise ValueError(
+                    'metric="precomputed" needs covariate_columns: the columns of X that '
+                    "hold each row's distances to the training rows."
+                )
+            return None
         cols = np.asarray(self.covariate_columns)
         if cols.ndim != 1 or cols.size == 0 or not np.issubdtype(cols.dtype, np.integer):
             raise ValueError(
@@ -147,17 +165,45 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
                 f"covariate_columns {cols.tolist()} are out of range for X with {n_columns} "
                 "columns."
             )
-        cols = np.unique(cols % n_columns)
-        data_cols = np.setdiff1d(np.arange(n_columns), cols)
-        if data_cols.size == 0:
+        cols = cols % n_columns
+        if np.unique(cols).size != cols.size:
+            raise ValueError(f"covariate_columns {cols.tolist()} name a column twice.")
+        if cols.size >= n_columns:
             raise ValueError(
                 "covariate_columns leaves no data columns: at least one column of X must be "
                 "modelled."
             )
-        covariates = X[:, cols]
-        if not np.isfinite(covariates).all():
-            raise ValueError("The covariate columns of X must be finite (no NaN or inf).")
-        return covariates, X[:, data_cols]
+        return cols
+
+    def _split_columns(self, X):
+        """``(covariates, data)`` column blocks of ``X``, each checked."""
+        cols = self._covariate_indices(X.shape[1])
+        if cols is None:
+            covariates, data = None, X
+        else:
+            covariates = X[:, cols]
+            data = np.delete(X, cols, axis=1)
+            if self.metric == "precomputed":
+                if np.isnan(covariates).any() or (covariates < 0).any():
+                    raise ValueError(
+                        'With metric="precomputed" the covariate columns of X hold distances '
+                        "and must be non-negative and not NaN (inf is allowed)."
+                    )
+            elif not np.isfinite(covariates).all():
+                raise ValueError("The covariate columns of X must be finite (no NaN or inf).")
+        if np.isinf(data).any():
+            raise ValueError(
+                "The data columns of X contain inf; use NaN to mark a missing entry."
+            )
+        return covariates, data
+
+    def _distances_to_training_rows(self, covariates, n_rows):
+        """Distances ``(n_rows, n_train)`` of new rows to the training rows."""
+        if self.metric == "precomputed":
+            return covariates
+        if covariates is None:  # the new rows come right after the training rows
+            covariates = np.full((n_rows, 1), float(self._n_train))
+        return pairwise_distances(covariates, self._train_positions, metric=self.metric)
 
     def _proximity(self, distances):
         return decay_proximity(distances, self.decay_function, self.decay, self.nu)
@@ -176,14 +222,18 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         -------
         self : DistanceDependentIBP
         """
-        X = validate_data(
-            self, X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2
-        )
+        X = self._validate_rows(X, reset=True)
         covariates, data = self._split_columns(X)
         missing = np.isnan(data)
         _check_missing_pattern(missing)
         N = X.shape[0]
         positions = np.arange(N, dtype=float)[:, None] if covariates is None else covariates
+        if self.metric == "precomputed" and positions.shape != (N, N):
+            raise ValueError(
+                'With metric="precomputed" the covariate columns of X must hold the '
+                f"(n_samples, n_samples) = ({N}, {N}) distance matrix of the training rows; "
+                f"covariate_columns names {positions.shape[1]} columns."
+            )
         distances = pairwise_distances_for_ddibp(
             positions, metric=self.metric, sequential=self.sequential
         )
@@ -198,7 +248,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         )
         self._run_chains(
             np.where(missing, 0.0, Xc), missing if missing.any() else None, hyper, solver,
-            lambda rng: None,
+            lambda rng: np.zeros((N, 0), dtype=np.int8),  # no features: births add them
         )
         self._solver = solver
         self.mean_ = mean
@@ -219,36 +269,75 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         return sample
 
     # -- new rows -------------------------------------------------------------------------
+    def _new_row_proximity(self, covariates, n_rows):
+        """``(f(d_ij), h_i)``: a new row's proximity to each training row and its
+        normaliser, ``f(0) = 1`` counting its link to itself."""
+        proximity = self._proximity(self._distances_to_training_rows(covariates, n_rows))
+        return proximity, 1.0 + proximity.sum(axis=1)
+
     def _new_row_prior(self, X):
         """A new row links to training row ``j`` with probability ``f(d_j) / h`` (and to
         itself with ``f(0) / h``), so it has feature ``k`` with probability
         ``sum_j f(d_j) z_jk / h``; it owns ``Poisson(alpha / h)`` new features."""
         covariates, data = self._split_columns(X)
-        n = X.shape[0]
-        if covariates is None:
-            positions = np.full((n, 1), float(self._train_positions.shape[0]))
-        else:
-            positions = covariates
-        distances = pairwise_distances(positions, self._train_positions, metric=self.metric)
-        proximity = self._proximity(distances)
-        h = 1.0 + proximity.sum(axis=1)  # f(0) = 1 for the link to itself
+        proximity, h = self._new_row_proximity(covariates, X.shape[0])
         p = np.clip(proximity @ self.Z_ / h[:, None], 1e-300, 1 - 1e-16)
         log_odds = np.log(p) - np.log1p(-p)
         return data - self.mean_, log_odds, self.alpha_ / h
 
-    def _prior_log_odds(self):
-        # Used by sample(): a new row right after the training rows.
-        positions = (
-            np.array([[float(self._train_positions.shape[0])]])
-            if self.covariate_columns is None else None
-        )
-        if positions is None:
-            raise ValueError(
-                "sample() needs covariates for the new rows when covariate_columns is set; "
-                "use transform() on rows that include them."
-            )
-        proximity = self._proximity(
-            pairwise_distances(positions, self._train_positions, metric=self.metric)
-        )
-        p = np.clip(proximity @ self.Z_ / (1.0 + proximity.sum()), 1e-300, 1 - 1e-16)
-        return (np.log(p) - np.log1p(-p))[0]
+    def sample(self, n_samples=1, covariates=None, random_state=None):
+        """Draw new rows from the fitted model (features held at their posterior mean).
+
+        Each new row links to the training rows by its distances and has feature ``k``
+        with probability ``sum_j f(d_j) z_jk / h`` (features it would own are not drawn,
+        as in :meth:`IBPFactorAnalysis.sample`).
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+            Number of rows.
+        covariates : array-like of shape (n_samples, len(covariate_columns)), default=None
+            The new rows' covariates (their distances to the training rows with
+            ``metric="precomputed"``); required when ``covariate_columns`` is set. Without
+            covariate columns the rows come right after the training rows.
+        random_state : int, RandomState, Generator or None
+            Seed.
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features_in_)
+            The rows, laid out as the training ``X``: the covariates in
+            ``covariate_columns`` and the drawn data in the other columns.
+        Z : ndarray of shape (n_samples, n_components)
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        cols = self._covariate_indices(self.n_features_in_)
+        if cols is None:
+            if covariates is not None:
+                raise ValueError("covariates are only used when covariate_columns is set.")
+        else:
+            if covariates is None:
+                raise ValueError(
+                    "sample() needs covariates for the new rows when covariate_columns is set."
+                )
+            covariates = check_array(covariates, dtype=np.float64, input_name="covariates",
+                                     ensure_all_finite=self.metric != "precomputed")
+            if covariates.shape != (n_samples, cols.size):
+                raise ValueError(
+                    f"covariates must have shape (n_samples, {cols.size}) = "
+                    f"({n_samples}, {cols.size}); got {covariates.shape}."
+                )
+        rng = as_random_source(random_state)
+        proximity, h = self._new_row_proximity(covariates, n_samples)
+        p = proximity @ self.Z_ / h[:, None]
+        Z = (rng.random((n_samples, self.n_components_)) < p).astype(np.int8)
+        noise = self.sigma_x_ * rng.standard_normal((n_samples, self.components_.shape[1]))
+        data = Z @ self.components_ + self.mean_ + noise
+        if cols is None:
+            return data, Z
+        X = np.empty((n_samples, self.n_features_in_))
+        X[:, cols] = covariates
+        X[:, np.setdiff1d(np.arange(self.n_features_in_), cols)] = data
+        return X, Z

@@ -52,8 +52,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     likelihood : {"gaussian"}, default="gaussian"
         Observation model. ``"gaussian"`` is the linear-Gaussian model of appendix A.1.
     sigma_x : float or None, default=None
-        Noise standard deviation. None uses 0.25 times the standard deviation of the
-        centred data (sec. 4.4).
+        Noise standard deviation (its starting value when sampled). None uses the
+        standard deviation of the centred data when ``sample_hyperparameters=True`` and
+        0.25 times it otherwise (sec. 4.4).
     sigma_a : float or None, default=None
         Prior standard deviation of the feature values. None uses 0.75 times the standard
         deviation of the centred data.
@@ -69,9 +70,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Keep every ``thin``-th sweep after the burn-in.
     n_chains : int, default=1
         Independent chains, each from its own random stream.
-    sample_hyperparameters : bool, default=False
+    sample_hyperparameters : bool, default=True
         Resample ``alpha``, ``sigma_x`` and ``sigma_a`` every sweep from their conditionals
-        under Gamma(1, 1) priors (sec. 5.1).
+        under Gamma(1, 1) priors (sec. 5.1); the values given (or their defaults) are then
+        where the chains start. False keeps them fixed: with the default ``sigma_x``, set
+        for a start, the fixed noise level is usually too small and the model too rich.
     warm_start : bool, default=False
         Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
         every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
@@ -155,7 +158,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         burn_in=None,
         thin=1,
         n_chains=1,
-        sample_hyperparameters=False,
+        sample_hyperparameters=True,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -251,16 +254,20 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _starting_hyperparameters(self, Xc) -> dict:
         """``alpha``, ``beta`` and the standard deviations the chains start from.
 
-        ``sigma_x`` and ``sigma_a`` default to 0.25 and 0.75 times the standard deviation of
-        the centred data (seed 000 sec. 4.4); constant data use 1.
+        With ``s`` the standard deviation of the centred data (1 for constant data),
+        ``sigma_a`` defaults to ``0.75 s``; ``sigma_x`` to ``0.25 s`` when it stays fixed
+        (seed 000 sec. 4.4) and to ``s`` when it is sampled: the chain starts with all
+        variation as noise and adds features as the data support them, which is far
+        quicker than shedding the many features a small noise level first creates.
         """
         scale = float(np.nanstd(Xc))
         if not np.isfinite(scale) or scale <= 0.0:
             scale = 1.0
+        noise = scale if self.sample_hyperparameters else 0.25 * scale
         return {
             "alpha": float(self.alpha),
             "beta": float(self.beta),
-            "sigma_x": float(self.sigma_x) if self.sigma_x is not None else 0.25 * scale,
+            "sigma_x": float(self.sigma_x) if self.sigma_x is not None else noise,
             "sigma_a": float(self.sigma_a) if self.sigma_a is not None else 0.75 * scale,
         }
 
@@ -294,11 +301,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         :meth:`_new_row_prior`.
         """
         check_is_fitted(self)
-        X = validate_data(
-            self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=False
-        )
+        X = self._validate_rows(X, reset=False)
         Xc, log_odds, rate = self._new_row_prior(X)
         return Xc, log_odds, rate
+
+    def _validate_rows(self, X, *, reset):
+        """``X`` as a float array; NaN (a missing entry) is allowed, inf is not."""
+        return validate_data(
+            self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset,
+            ensure_min_samples=2 if reset else 1,
+        )
 
     def _new_row_prior(self, X):
         """Every new row is the ``N+1``-th customer of the buffet."""

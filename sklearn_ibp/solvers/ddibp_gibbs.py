@@ -32,7 +32,10 @@ class DistanceDependentGibbs(BaseIBPSolver):
 
     The normalised proximity matrix is given to :meth:`initialize` through ``hyper``
     (``hyper["proximity"]``, rows summing to one, and ``hyper["h"]``, the row sums of the
-    decay function before normalisation).
+    decay function before normalisation). The chain starts from the dishes
+    ``hyper["owners"]`` with links ``hyper["connections"]`` (n_samples, K) when given;
+    otherwise from no features when ``Z`` has no columns, or from a draw of the prior when
+    ``Z`` is None.
     """
 
     name = "ddibp_gibbs"
@@ -63,6 +66,12 @@ class DistanceDependentGibbs(BaseIBPSolver):
         )
         owners = np.asarray(hyper.get("owners", np.zeros(0)), dtype=np.int64)
         connections = hyper.get("connections")
+        if Z is not None and owners.size == 0 and np.shape(Z)[1] > 0:
+            raise ValueError(
+                "The dd-IBP sampler starts from dishes (hyper['owners'] and "
+                "hyper['connections']), from no features (Z with no columns) or from a prior "
+                "draw (Z=None); a feature matrix alone does not say who owns its features."
+            )
         if owners.size == 0 and Z is None:
             # Start from a draw of the prior: lambda_i ~ Poisson(alpha / h_i), prior links.
             owners = np.repeat(np.arange(N), rng.poisson(state.alpha / h))
@@ -70,6 +79,8 @@ class DistanceDependentGibbs(BaseIBPSolver):
             for k in range(owners.size):
                 for i in range(N):
                     connections[i, k] = draw_link(state.stats["cum_proximity"][i], rng)
+        if connections is None:
+            connections = np.zeros((N, owners.size), dtype=np.int64)
         connections = np.asarray(connections, dtype=np.int64).reshape(N, owners.size)
         self._set_dishes(state, owners, connections)
         return state

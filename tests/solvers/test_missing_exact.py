@@ -46,7 +46,7 @@ def test_missing_entries_are_integrated_out(solver, thin):
     X[2, 1] = np.nan
     posterior = masked_posterior(X)
     missing = np.isnan(X)
-    estimator = IBPFactorAnalysis()
+    estimator = IBPFactorAnalysis(sample_hyperparameters=False)
     hyper = dict(alpha=ALPHA, beta=1.0, sigma_x=SIGMA_X, sigma_a=SIGMA_A)
     chain_rng = np.random.default_rng(0)
     state = solver.initialize(
