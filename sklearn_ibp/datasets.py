@@ -32,6 +32,15 @@ def _block_features():
     return A.reshape(4, 36)
 
 
+def _check_block_arguments(n_samples, noise, p):
+    if n_samples < 1:
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    if noise < 0:
+        raise ValueError(f"noise must be non-negative, got {noise!r}.")
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"p must be a probability in [0, 1], got {p!r}.")
+
+
 def make_block_images(n_samples=1000, noise=0.5, p=0.5, random_state=None):
     """Noisy overlays of four binary 6x6 shapes (Griffiths and Ghahramani, 2005).
 
@@ -59,12 +68,7 @@ def make_block_images(n_samples=1000, noise=0.5, p=0.5, random_state=None):
     A : ndarray of shape (4, 36)
         The shapes.
     """
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
-    if noise < 0:
-        raise ValueError(f"noise must be non-negative, got {noise!r}.")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p!r}.")
+    _check_block_arguments(n_samples, noise, p)
     rng = check_random_state(random_state)
     A = _block_features()
     Z = (rng.random_sample((n_samples, 4)) < p).astype(np.int8)
@@ -105,14 +109,9 @@ def make_block_image_sequence(
     A : ndarray of shape (4, 36)
         The shapes.
     """
-    if n_samples < 1:
-        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    _check_block_arguments(n_samples, noise, p)
     if not 0.0 <= switch_prob <= 1.0:
         raise ValueError(f"switch_prob must be a probability in [0, 1], got {switch_prob!r}.")
-    if noise < 0:
-        raise ValueError(f"noise must be non-negative, got {noise!r}.")
-    if not 0.0 <= p <= 1.0:
-        raise ValueError(f"p must be a probability in [0, 1], got {p!r}.")
     rng = check_random_state(random_state)
     A = _block_features()
     flips = rng.random_sample((n_samples, 4)) < switch_prob
