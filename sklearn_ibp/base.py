@@ -116,13 +116,13 @@ class BaseIBPSampler(BaseEstimator):
             chains = []
             for seed in _chain_seeds(self.random_state, self.n_chains):
                 rng = np.random.default_rng(seed)
-                state = solver.initialize(X, init_Z(rng), hyper, rng)
+                state = self._initialize_chain(solver, X, hyper, init_Z, rng)
                 chains.append({"state": state, "rng": rng})
             burn_in = self._burn_in()
             samples = []
             old_traces = None
         n_chains = len(chains)
-        traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in TRACE_NAMES}
+        traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in self._trace_names}
         bar = _progress(n_chains * self.n_iter, self.verbose, type(self).__name__)
         interrupted = False
         # (chain index, its state before the running iteration). A KeyboardInterrupt
@@ -141,20 +141,17 @@ class BaseIBPSampler(BaseEstimator):
                     state = chain["state"]
                     self._iterate(solver, state, rng, missing)
                     last_complete = None  # the state is whole again: nothing to undo
-                    log_joint = self._log_prior(state)
-                    log_joint += solver.log_likelihood(state)
+                    log_joint = self._log_joint(solver, state)
                     for name, value in zip(
-                        TRACE_NAMES,
-                        (log_joint, state.n_features, state.alpha, state.sigma_x,
-                         state.sigma_a),
-                        strict=True,
+                        self._trace_names, self._trace_values(state, log_joint), strict=True
                     ):
                         traces[name][c, it] = value
                     if it >= burn_in and (it - burn_in) % self.thin == 0:
                         samples.append(self._snapshot(state, c, log_joint))
                     if bar is not None:
                         bar.update(1)
-                        bar.set_postfix(chain=c, K=state.n_features, log_joint=f"{log_joint:.1f}")
+                        bar.set_postfix(chain=c, K=self._trace_values(state, log_joint)[1],
+                                        log_joint=f"{log_joint:.1f}")
         except KeyboardInterrupt:
             interrupted = True
             if last_complete is not None:
@@ -175,8 +172,7 @@ class BaseIBPSampler(BaseEstimator):
             # Interrupted during burn-in: keep the current state of each started chain.
             for c, chain in enumerate(chains):
                 state = chain["state"]
-                log_joint = self._log_prior(state)
-                samples.append(self._snapshot(state, c, log_joint + solver.log_likelihood(state)))
+                samples.append(self._snapshot(state, c, self._log_joint(solver, state)))
                 if np.isnan(traces["log_joint"][c]).all():
                     break
         if old_traces is not None:
@@ -220,6 +216,20 @@ class BaseIBPSampler(BaseEstimator):
             draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
             X[missing] = draw[missing]
             solver.set_data(state, X)
+
+    # The scalar traces of every iteration: names, and their values for a state.
+    _trace_names = TRACE_NAMES
+
+    def _trace_values(self, state, log_joint):
+        return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
+
+    def _initialize_chain(self, solver, X, hyper, init, rng):
+        """A new chain's state; ``init(rng)`` draws its starting point."""
+        return solver.initialize(X, init(rng), hyper, rng)
+
+    def _log_joint(self, solver, state) -> float:
+        """Log joint probability of the state (the trace ``log_joint``)."""
+        return self._log_prior(state) + solver.log_likelihood(state)
 
     def _log_prior(self, state) -> float:
         """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
