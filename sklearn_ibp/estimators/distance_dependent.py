@@ -305,9 +305,10 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
 
         Returns
         -------
-        X : ndarray of shape (n_samples, n_features_in_)
-            The rows, laid out as the training ``X``: the covariates in
-            ``covariate_columns`` and the drawn data in the other columns.
+        X : ndarray of shape (n_samples, n_columns)
+            The rows, laid out as the training ``X`` (``n_columns`` is
+            ``n_features_in_``): the covariates in ``covariate_columns`` and the drawn data
+            in the other columns.
         Z : ndarray of shape (n_samples, n_components)
         """
         check_is_fitted(self)
