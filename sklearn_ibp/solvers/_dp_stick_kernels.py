@@ -1,0 +1,97 @@
+"""Numba kernels shared by the stick-breaking DP mixture samplers (slice, truncated,
+retrospective; Görür 2007, seed 002 sec. 3.2.3).
+
+The per-row work of these samplers is the same few things: the log density of a row under
+a Gaussian component, a categorical draw from unnormalised log weights, and renumbering
+the labels. Gaussian components come as ``means`` (K, D) and the upper Cholesky factors
+``U_k = L_k^T`` of their precisions ``P_k = L_k L_k^T``, with
+``log N(x | mu_k, P_k^{-1}) = log_norm_k - ||U_k (x - mu_k)||^2 / 2`` and
+``log_norm_k = sum_d log L_k[d, d] - D/2 log(2 pi)``.
+
+Every draw takes one uniform from the chain's generator.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from .._numba import FAST_MATH
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def gaussian_log_density(X, i, means, upper, log_norm, k):
+    """``log N(X[i] | means[k], P_k^{-1})`` with ``upper[k]`` the upper Cholesky factor
+    ``L_k^T`` of ``P_k``."""
+    D = X.shape[1]
+    quad = 0.0
+    for d in range(D):
+        s = 0.0
+        for e in range(d, D):
+            s += upper[k, d, e] * (X[i, e] - means[k, e])
+        quad += s * s
+    return log_norm[k] - 0.5 * quad
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def gaussian_log_likelihood(X, means, upper, log_norm):
+    """The (N, K) matrix of ``log N(x_i | mu_k, P_k^{-1})``."""
+    N = X.shape[0]
+    K = means.shape[0]
+    out = np.empty((N, K))
+    for i in range(N):
+        for k in range(K):
+            out[i, k] = gaussian_log_density(X, i, means, upper, log_norm, k)
+    return out
+
+
+@njit(cache=True)
+def draw_log_categorical(log_weights, n, rng):
+    """An index in ``0 .. n - 1`` drawn with probability proportional to
+    ``exp(log_weights[:n])``, by one uniform and the inverse CDF.
+
+    ``log_weights[:n]`` is overwritten with the weights scaled by their largest.
+    """
+    best = -np.inf
+    for j in range(n):
+        if log_weights[j] > best:
+            best = log_weights[j]
+    total = 0.0
+    for j in range(n):
+        log_weights[j] = math.exp(log_weights[j] - best)
+        total += log_weights[j]
+    target = rng.random() * total
+    acc = 0.0
+    for j in range(n - 1):
+        acc += log_weights[j]
+        if acc > target:
+            return j
+    return n - 1
+
+
+@njit(cache=True)
+def relabel_first_appearance(labels, n_labels):
+    """Labels renumbered ``0 .. K - 1`` in order of first appearance (as
+    :func:`~sklearn_ibp.solvers._dp_base.relabel`, in ``O(N)``), for labels in
+    ``0 .. n_labels - 1``. Returns ``(new_labels, old_of_new)``."""
+    lookup = np.full(n_labels, -1, dtype=np.int64)
+    old_of_new = np.empty(n_labels, dtype=np.int64)
+    new = np.empty(labels.shape[0], dtype=np.int64)
+    K = 0
+    for i in range(labels.shape[0]):
+        old = labels[i]
+        if lookup[old] < 0:
+            lookup[old] = K
+            old_of_new[K] = old
+            K += 1
+        new[i] = lookup[old]
+    return new, old_of_new[:K].copy()
+
+
+@njit(cache=True)
+def count_labels(labels, n_labels):
+    """Rows per label, shape (n_labels,)."""
+    counts = np.zeros(n_labels, dtype=np.int64)
+    for i in range(labels.shape[0]):
+        counts[labels[i]] += 1
+    return counts
