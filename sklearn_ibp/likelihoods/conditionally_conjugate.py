@@ -1,0 +1,479 @@
+"""The conditionally conjugate Gaussian base of a DP mixture (Görür 2007, sec. 3.3.1-3.3.2).
+
+Components are Gaussian, ``x | mu, S ~ N(mu, S^{-1})`` (eq. 3.55), and the base ``G_0`` makes
+the mean and the precision independent:
+
+* ``mu ~ N(xi, R^{-1})`` (eq. 3.60);
+* ``S ~ Wishart(beta, (beta W)^{-1})`` (eq. 3.58): ``beta`` degrees of freedom and scale
+  matrix ``(beta W)^{-1}``, i.e. the density
+  ``p(S) ~ |S|^{(beta - D - 1)/2} exp(-tr(beta W S) / 2)``, so ``E[S] = W^{-1}``
+  (``beta > D - 1``).
+
+Each parameter is conjugate given the other (``mu | S`` is Gaussian, ``S | mu`` is Wishart)
+but the pair is not, so the prior predictive ``int F(x | theta) dG_0`` has no closed form.
+
+Hyperpriors (Rasmussen 2000 as in sec. 3.3.1), built from the data mean ``mu_x`` and
+covariance ``Sigma_x`` only, so that the model is invariant to translating, rotating and
+rescaling the data:
+
+* eq. 3.63: ``xi ~ N(mu_x, Sigma_x)``, ``R ~ Wishart(D, (D Sigma_x)^{-1})`` (``E[R] =
+  Sigma_x^{-1}``);
+* eq. 3.61: ``W ~ Wishart(D, Sigma_x / D)`` (``E[W] = Sigma_x``) and
+  ``1 / (beta - D + 1) ~ G(1, 1/D)``, read as eq. 3.23 reads its gamma: shape 1 and rate
+  ``1/D`` (as :mod:`sklearn_ibp.likelihoods.normal_wishart` does, so both bases share the
+  hyperprior). Rasmussen (2000), whose notation ``G(a, b)`` has shape ``a/2`` and mean ``b``,
+  would make it shape 1/2 and rate ``D/2``; the constants ``_BETA_PRIOR_SHAPE`` and
+  ``_beta_prior_rate`` hold the choice.
+
+Their conditionals given the active components' parameters are Gaussian (``xi``) and Wishart
+(``R``, ``W``); ``beta`` is slice sampled on ``log(beta - D + 1)`` (the thesis uses
+adaptive rejection sampling on the same log-concave conditional).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy.special import gammaln, multigammaln
+from scipy.stats import chi2, norm, qmc
+
+from ._conditionally_conjugate_kernels import (
+    cluster_scatter,
+    log_mean_density_cov,
+    sample_means_given_precisions,
+    sample_precisions_given_means,
+    sample_wishart,
+)
+from ._mixture_base import BaseMixtureComponents
+
+__all__ = ["ConditionallyConjugateBase"]
+
+_LOG_2PI = np.log(2.0 * np.pi)
+_KEYS = ("xi", "R", "beta", "W")
+# 1 / (beta - D + 1) ~ Gamma(shape, rate) (eq. 3.61)
+_BETA_PRIOR_SHAPE = 1.0
+
+
+def _beta_prior_rate(n_features):
+    return 1.0 / n_features
+
+
+def _sample_wishart(dof, factor, rng):
+    """Draws ``S ~ Wishart(dof, M M^T)`` by Bartlett's decomposition ``S = M A A^T M^T``.
+
+    Parameters
+    ----------
+    dof : ndarray of shape (n,)
+        Degrees of freedom, each larger than ``D - 1``.
+    factor : ndarray of shape (n, D, D) or (D, D)
+        Any ``M`` with ``M M^T`` the scale matrix (``E[S] = dof M M^T``).
+    rng : numpy.random.Generator
+        Draws the ``n D`` chi-squares, then the ``n D (D - 1) / 2`` normals.
+    """
+    dof = np.asarray(dof, dtype=float)
+    n = dof.shape[0]
+    D = factor.shape[-1]
+    idx = np.arange(D)
+    A = np.zeros((n, D, D))
+    A[:, idx, idx] = np.sqrt(rng.chisquare(dof[:, None] - idx[None, :]))
+    rows, cols = np.tril_indices(D, -1)
+    A[:, rows, cols] = rng.standard_normal((n, rows.size))
+    B = np.matmul(factor, A)
+    return np.matmul(B, np.swapaxes(B, 1, 2))
+
+
+def _inverse_factor(matrices):
+    """``L^{-T}`` for ``L = chol(matrices)``: a factor ``M`` with ``M M^T = matrices^{-1}``."""
+    L = np.linalg.cholesky(matrices)
+    return np.swapaxes(np.linalg.inv(L), -1, -2)
+
+
+def _gaussian_log_density(X, means, precisions):
+    """``log N(x_n | mu_k, S_k^{-1})`` of shape (N, K), from Cholesky factors of ``S_k``."""
+    L = np.linalg.cholesky(precisions)
+    half_logdet = np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
+    diff = X[:, None, :] - means[None, :, :]
+    y = np.einsum("kde,nkd->nke", L, diff)  # L_k^T (x_n - mu_k)
+    D = X.shape[1]
+    return half_logdet[None, :] - 0.5 * np.einsum("nke,nke->nk", y, y) - 0.5 * D * _LOG_2PI
+
+
+class ConditionallyConjugateBase(BaseMixtureComponents):
+    """Independent Normal mean and Wishart precision with Rasmussen's hyperpriors.
+
+    The base of the conditionally conjugate DP mixture of Gaussians (Görür 2007,
+    sec. 3.3.1, eqs. 3.58, 3.60, 3.61, 3.63); see the module docstring for the
+    parameterisation. Parameters of ``K`` components are ``{"means": (K, D),
+    "precisions": (K, D, D)}``.
+
+    Parameters
+    ----------
+    initial_hyperparameters : dict or None, default=None
+        Starting values of any of ``"xi"`` (D,), ``"R"`` (D, D), ``"beta"`` (float,
+        ``> D - 1``) and ``"W"`` (D, D). The others start at ``xi = mu_x``,
+        ``R = Sigma_x^{-1}``, ``W = Sigma_x`` and ``beta = D`` (so ``E[S] = Sigma_x^{-1}``).
+    sample_hyperparameters : bool, default=True
+        Whether :meth:`update_hyperparameters` draws them; False holds them fixed.
+    n_prior_draws : int, default=512
+        Size of the fixed set of prior draws of :meth:`log_prior_predictive` (a power of
+        two: the draws are a scrambled Sobol sequence).
+    prior_draws_seed : int, default=0
+        Seed of that set's scrambling (the chain's stream is not touched).
+
+    Attributes
+    ----------
+    xi, R, beta, W
+        Current hyperparameters.
+    data_mean, data_cov : ndarray
+        ``mu_x`` and ``Sigma_x`` of the data given to :meth:`initialize` (the hyperpriors'
+        parameters).
+    """
+
+    name = "conditionally_conjugate"
+    conjugate = False
+
+    def __init__(self, initial_hyperparameters=None, sample_hyperparameters=True,
+                 n_prior_draws=512, prior_draws_seed=0):
+        self.initial_hyperparameters = initial_hyperparameters
+        self.sample_hyperparameters = sample_hyperparameters
+        self.n_prior_draws = n_prior_draws
+        self.prior_draws_seed = prior_draws_seed
+        self.n_features = None
+
+    # -- set-up ------------------------------------------------------------------------
+    def initialize(self, X, rng) -> None:
+        """Hyperpriors from the data's mean and covariance; starting hyperparameters.
+
+        ``Sigma_x`` gets a jitter of ``1e-6`` times each column's variance (1 for a
+        constant column), so one row or collinear columns still give a proper hyperprior.
+        ``rng`` is not used: the starting values are deterministic.
+        """
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[0] < 1:
+            raise ValueError(f"X must be a non-empty 2-D array; got shape {X.shape}.")
+        N, D = X.shape
+        self.n_features = D
+        self.data_mean = X.mean(axis=0)
+        cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.zeros((D, D))
+        var = np.diag(cov).copy()
+        var[~(var > 0)] = 1.0
+        self.data_cov = cov + 1e-6 * np.diag(var)
+        self.data_precision = np.linalg.inv(self.data_cov)
+        self._data_cov_chol = np.linalg.cholesky(self.data_cov)
+        values = {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
+                  "beta": float(D), "W": self.data_cov.copy()}
+        if self.initial_hyperparameters is not None:
+            unknown = set(self.initial_hyperparameters) - set(_KEYS)
+            if unknown:
+                raise ValueError(f"initial_hyperparameters has unknown keys "
+                                 f"{sorted(unknown)}; expected some of {list(_KEYS)}.")
+            values.update(self.initial_hyperparameters)
+        self.set_hyperparameters(values)
+        n_off = D * (D - 1) // 2
+        points = qmc.Sobol(D + n_off, scramble=True, seed=self.prior_draws_seed).random(
+            int(self.n_prior_draws))
+        points = np.clip(points, 1e-12, 1.0 - 1e-12)
+        self._fixed_uniforms = points[:, :D]
+        self._fixed_normals = norm.ppf(points[:, D:])
+
+    def hyperparameters(self) -> dict:
+        """Copies of ``xi``, ``R``, ``beta`` and ``W``."""
+        return {"xi": self.xi.copy(), "R": self.R.copy(), "beta": float(self.beta),
+                "W": self.W.copy()}
+
+    def set_hyperparameters(self, values: dict) -> None:
+        """Set ``xi``, ``R``, ``beta`` and ``W`` (all four keys) and refresh their factors."""
+        D = self.n_features
+        xi = np.array(values["xi"], dtype=float).reshape(D)
+        R = np.array(values["R"], dtype=float).reshape(D, D)
+        W = np.array(values["W"], dtype=float).reshape(D, D)
+        beta = float(values["beta"])
+        if not beta > D - 1:
+            raise ValueError(f"beta must be larger than n_features - 1 = {D - 1}; got {beta}.")
+        for name, M in (("R", R), ("W", W)):
+            if not np.allclose(M, M.T) or np.any(np.linalg.eigvalsh(M) <= 0):
+                raise ValueError(f"{name} must be symmetric positive definite.")
+        self.xi, self.R, self.beta, self.W = xi, 0.5 * (R + R.T), beta, 0.5 * (W + W.T)
+        self._refresh()
+
+    def _refresh(self) -> None:
+        self._R_chol = np.linalg.cholesky(self.R)
+        # mu = xi + F z with F F^T = R^{-1}
+        self._mean_factor = np.linalg.inv(self._R_chol).T
+        self._R_xi = self.R @ self.xi
+        # S ~ W(beta, (beta W)^{-1}): M M^T = (beta W)^{-1}
+        self._beta_W = self.beta * self.W
+        self._beta_W_chol = np.linalg.cholesky(self._beta_W)
+        self._prior_factor = np.linalg.inv(self._beta_W_chol).T
+
+    # -- the contract ------------------------------------------------------------------
+    def sample_prior(self, n, rng) -> dict:
+        """``n`` draws from ``G_0``: the means (n D normals), then the precisions."""
+        means = self.sample_prior_means(n, rng)
+        return {"means": means, "precisions": self.sample_prior_precisions(n, rng)}
+
+    def sample_prior_means(self, n, rng) -> np.ndarray:
+        """``n`` means from ``N(xi, R^{-1})`` (eq. 3.60)."""
+        z = rng.standard_normal((int(n), self.n_features))
+        return self.xi + z @ self._mean_factor.T
+
+    def sample_prior_precisions(self, n, rng) -> np.ndarray:
+        """``n`` precisions from ``Wishart(beta, (beta W)^{-1})`` (eq. 3.58)."""
+        D = self.n_features
+        out = np.empty((int(n), D, D))
+        sample_wishart(np.full(int(n), self.beta), self._prior_factor, rng, out)
+        return out
+
+    def log_likelihood(self, X, params) -> np.ndarray:
+        """``log N(x_n | mu_k, S_k^{-1})``, shape (N, K)."""
+        X = np.asarray(X, dtype=float).reshape(-1, self.n_features)
+        return _gaussian_log_density(X, np.asarray(params["means"], dtype=float),
+                                     np.asarray(params["precisions"], dtype=float))
+
+    def cluster_statistics(self, X, labels, n_clusters, centers=None):
+        """Counts, sums and scatter about ``centers`` (default the origin) of each cluster."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        D = self.n_features
+        labels = np.ascontiguousarray(labels, dtype=np.int64)
+        centers = (np.zeros((n_clusters, D)) if centers is None
+                   else np.ascontiguousarray(centers, dtype=np.float64))
+        counts = np.zeros(n_clusters, dtype=np.int64)
+        sums = np.zeros((n_clusters, D))
+        scatter = np.zeros((n_clusters, D, D))
+        cluster_scatter(X, labels, n_clusters, centers, counts, sums, scatter)
+        return counts, sums, scatter
+
+    def sample_means_given_precisions(self, X, labels, n_clusters, precisions, rng):
+        """``mu_k | S_k, rows ~ N(P^{-1} (S_k sum_l x_l + R xi), P^{-1})``, ``P = n_k S_k + R``.
+
+        The conjugate half of eq. 3.31 for the mean (eq. 3.60 times the likelihood);
+        ``n_clusters`` normal vectors from ``rng``.
+        """
+        S = np.ascontiguousarray(np.asarray(precisions, dtype=np.float64)[:n_clusters])
+        counts, sums, _ = self.cluster_statistics(X, labels, n_clusters)
+        out = np.empty((n_clusters, self.n_features))
+        sample_means_given_precisions(counts, sums, S, self.R, self._R_xi, rng, out)
+        return out
+
+    def sample_precisions_given_means(self, X, labels, n_clusters, means, rng):
+        """``S_k | mu_k, rows ~ Wishart(beta + n_k, W*^{-1})``,
+        ``W* = beta W + sum_l (x_l - mu_k)(x_l - mu_k)^T`` (the conjugate half for ``S``)."""
+        means = np.asarray(means, dtype=np.float64)[:n_clusters]
+        counts, _, scatter = self.cluster_statistics(X, labels, n_clusters, means)
+        D = self.n_features
+        out = np.empty((n_clusters, D, D))
+        sample_precisions_given_means(counts, scatter, self.beta, self._beta_W, rng, out)
+        return out
+
+    def sample_posterior_all(self, X, labels, n_clusters, rng, params=None) -> dict:
+        """One Gibbs scan ``mu | S`` then ``S | mu`` for every cluster.
+
+        Starts from ``params["precisions"]``, or from precisions drawn from the prior when
+        ``params`` is None.
+        """
+        X = np.asarray(X, dtype=float).reshape(-1, self.n_features)
+        if params is None:
+            precisions = self.sample_prior_precisions(n_clusters, rng)
+        else:
+            precisions = np.asarray(params["precisions"], dtype=float)[:n_clusters]
+        means = self.sample_means_given_precisions(X, labels, n_clusters, precisions, rng)
+        precisions = self.sample_precisions_given_means(X, labels, n_clusters, means, rng)
+        return {"means": means, "precisions": precisions}
+
+    def sample_posterior(self, X_k, rng, params_k=None) -> dict:
+        """One Gibbs scan ``mu | S``, ``S | mu`` given the rows ``X_k`` of one cluster
+        (from ``params_k``'s precision, or one drawn from the prior)."""
+        X_k = np.asarray(X_k, dtype=float).reshape(-1, self.n_features)
+        labels = np.zeros(X_k.shape[0], dtype=np.int64)
+        return self.sample_posterior_all(X_k, labels, 1, rng, params_k)
+
+    # -- SampleMu and SampleS (sec. 3.3.2) ----------------------------------------------
+    def log_predictive_given_mean(self, X_new, X_k, mean) -> np.ndarray:
+        """Eq. 3.66: ``log p(x | X_k, mu)`` with the cluster precision integrated out.
+
+        ``-D/2 log pi + (beta + n)/2 log|W*| - (beta + n + 1)/2 log|W* + v v^T|
+        + log Gamma((beta + n + 1)/2) - log Gamma((beta + n + 1 - D)/2)``, with
+        ``W* = beta W + sum_{l in X_k} (x_l - mu)(x_l - mu)^T`` and ``v = x - mu``. (Eq. 3.66
+        as converted prints ``x x^T`` in place of ``v v^T``: the precision's posterior given
+        ``mu`` involves the rows only through their deviations from ``mu``.)
+
+        Parameters
+        ----------
+        X_new : ndarray of shape (M, D)
+        X_k : ndarray of shape (n, D)
+            The cluster's other rows (may be empty).
+        mean : ndarray of shape (D,)
+
+        Returns
+        -------
+        ndarray of shape (M,)
+        """
+        D = self.n_features
+        X_new = np.asarray(X_new, dtype=float).reshape(-1, D)
+        dev = np.asarray(X_k, dtype=float).reshape(-1, D) - mean
+        n = dev.shape[0]
+        W_star = self._beta_W + dev.T @ dev
+        nu = self.beta + n
+        _, logdet = np.linalg.slogdet(W_star)
+        v = X_new - mean
+        _, logdet_new = np.linalg.slogdet(W_star[None] + v[:, :, None] * v[:, None, :])
+        return (-0.5 * D * np.log(np.pi) + 0.5 * nu * logdet - 0.5 * (nu + 1) * logdet_new
+                + gammaln(0.5 * (nu + 1)) - gammaln(0.5 * (nu + 1 - D)))
+
+    def log_predictive_given_precision(self, X_new, X_k, precision) -> np.ndarray:
+        """Eq. 3.67: ``log p(x | X_k, S)`` with the cluster mean integrated out.
+
+        ``-D/2 log 2 pi - x^T S x / 2 + (xi* + S x)^T ((n + 1) S + R)^{-1} (xi* + S x) / 2
+        - xi*^T (n S + R)^{-1} xi* / 2 + 1/2 log(|S| |n S + R| / |(n + 1) S + R|)`` with
+        ``xi* = S sum_{l in X_k} x_l + R xi``.
+
+        Parameters
+        ----------
+        X_new : ndarray of shape (M, D)
+        X_k : ndarray of shape (n, D)
+            The cluster's other rows (may be empty).
+        precision : ndarray of shape (D, D)
+
+        Returns
+        -------
+        ndarray of shape (M,)
+        """
+        D = self.n_features
+        X_new = np.asarray(X_new, dtype=float).reshape(-1, D)
+        X_k = np.asarray(X_k, dtype=float).reshape(-1, D)
+        S = np.asarray(precision, dtype=float)
+        n = X_k.shape[0]
+        xi_star = S @ X_k.sum(axis=0) + self._R_xi
+        P_n = n * S + self.R
+        P_n1 = (n + 1) * S + self.R
+        u = xi_star[None, :] + X_new @ S  # (xi* + S x)^T, S symmetric
+        quad_x = np.einsum("md,de,me->m", X_new, S, X_new)
+        quad_new = np.einsum("md,md->m", u, np.linalg.solve(P_n1, u.T).T)
+        quad_old = xi_star @ np.linalg.solve(P_n, xi_star)
+        logdet = (np.linalg.slogdet(S)[1] + np.linalg.slogdet(P_n)[1]
+                  - np.linalg.slogdet(P_n1)[1])
+        return (-0.5 * D * _LOG_2PI - 0.5 * quad_x + 0.5 * quad_new - 0.5 * quad_old
+                + 0.5 * logdet)
+
+    # -- prior predictive --------------------------------------------------------------
+    def _fixed_precisions(self) -> np.ndarray:
+        """The fixed prior draws of ``S`` at the current ``beta`` and ``W``.
+
+        Bartlett's decomposition driven by a stored scrambled Sobol point set (turned into
+        chi-squares of the current degrees of freedom and into normals by their quantile
+        functions): common random numbers, so the estimate is a smooth, deterministic
+        function of the hyperparameters, and quasi-Monte Carlo, whose error at 256 points is
+        about 1e-3 nats where plain Monte Carlo's is about 0.05 (the Wishart's tails are
+        heavy at small ``beta``).
+        """
+        D = self.n_features
+        idx = np.arange(D)
+        J = self._fixed_uniforms.shape[0]
+        A = np.zeros((J, D, D))
+        A[:, idx, idx] = np.sqrt(chi2.ppf(self._fixed_uniforms, self.beta - idx[None, :]))
+        rows, cols = np.tril_indices(D, -1)
+        A[:, rows, cols] = self._fixed_normals
+        B = np.matmul(self._prior_factor, A)
+        return np.matmul(B, np.swapaxes(B, 1, 2))
+
+    def log_prior_predictive(self, X) -> np.ndarray:
+        """``log int N(x | mu, S^{-1}) dG_0(mu, S)`` by a fixed set of prior draws of ``S``.
+
+        Given ``S`` the mean integrates out exactly, ``x | S ~ N(xi, S^{-1} + R^{-1})``, so
+        the estimate is ``log (1/J) sum_j N(x | xi, S_j^{-1} + R^{-1})`` over the
+        ``n_prior_draws`` fixed draws ``S_j`` of :meth:`_fixed_precisions` (a Rao-Blackwellised
+        quasi-Monte Carlo average; exact only as ``J -> infinity``). Used by the estimator for the
+        weight of a new cluster in predictive densities; the exact samplers never need it.
+        """
+        D = self.n_features
+        X = np.asarray(X, dtype=float).reshape(-1, D)
+        S = self._fixed_precisions()
+        cov = np.linalg.inv(S) + np.linalg.inv(self.R)[None]
+        L = np.ascontiguousarray(np.linalg.cholesky(cov))
+        half_logdet = np.log(np.diagonal(L, axis1=1, axis2=2)).sum(axis=1)
+        out = np.empty(X.shape[0])
+        log_mean_density_cov(np.ascontiguousarray(X), self.xi, L, half_logdet, out)
+        return out
+
+    # -- hyperparameters ---------------------------------------------------------------
+    def log_beta_conditional(self, beta, precisions) -> float:
+        """``log p(beta | S_1..K, W)`` up to a constant (eq. 3.61 prior times eq. 3.58)."""
+        D = self.n_features
+        if not beta > D - 1:
+            return -np.inf
+        S = np.asarray(precisions, dtype=float)
+        K = S.shape[0]
+        y = 1.0 / (beta - D + 1.0)
+        # Gamma(shape, rate) on y, with the Jacobian |dy/dbeta| = y^2
+        log_prior = ((_BETA_PRIOR_SHAPE - 1.0) * np.log(y) - _beta_prior_rate(D) * y
+                     + 2.0 * np.log(y))
+        logdet_S = np.linalg.slogdet(S)[1].sum()
+        trace_WS = np.einsum("de,ked->", self.W, S)
+        logdet_W = np.linalg.slogdet(self.W)[1]
+        log_lik = (0.5 * (beta - D - 1.0) * logdet_S - 0.5 * beta * trace_WS
+                   + 0.5 * K * beta * (D * np.log(beta) + logdet_W)
+                   - 0.5 * K * beta * D * np.log(2.0) - K * multigammaln(0.5 * beta, D))
+        return float(log_prior + log_lik)
+
+    def update_hyperparameters(self, params, rng) -> None:
+        """Draw ``xi``, ``R``, ``W`` then ``beta`` given the active components.
+
+        * ``xi | mu, R ~ N(P^{-1} (Sigma_x^{-1} mu_x + R sum_k mu_k), P^{-1})``,
+          ``P = Sigma_x^{-1} + K R`` (eq. 3.63 times eq. 3.60);
+        * ``R | mu, xi ~ Wishart(D + K, (D Sigma_x + sum_k (mu_k - xi)(mu_k - xi)^T)^{-1})``;
+        * ``W | S, beta ~ Wishart(D + K beta, (D Sigma_x^{-1} + beta sum_k S_k)^{-1})``
+          (eq. 3.61 times eq. 3.58);
+        * ``beta``: one slice-sampling update (stepping out and shrinkage, Neal 2003) of
+          ``u = log(beta - D + 1)`` under :meth:`log_beta_conditional` plus the Jacobian.
+
+        Does nothing when ``sample_hyperparameters`` is False or there is no component.
+        """
+        if not self.sample_hyperparameters:
+            return
+        means = np.asarray(params["means"], dtype=float)
+        S = np.asarray(params["precisions"], dtype=float)
+        K = means.shape[0]
+        if K == 0:
+            return
+        D = self.n_features
+        P = self.data_precision + K * self.R
+        b = self.data_precision @ self.data_mean + self.R @ means.sum(axis=0)
+        L = np.linalg.cholesky(P)
+        xi = np.linalg.solve(P, b) + np.linalg.solve(L.T, rng.standard_normal(D))
+        dev = means - xi
+        R = _sample_wishart(np.array([D + K], dtype=float),
+                            _inverse_factor(D * self.data_cov + dev.T @ dev)[None], rng)[0]
+        W_scale_inv = D * self.data_precision + self.beta * S.sum(axis=0)
+        W = _sample_wishart(np.array([D + K * self.beta]), _inverse_factor(W_scale_inv)[None],
+                            rng)[0]
+        self.xi, self.R, self.W = xi, 0.5 * (R + R.T), 0.5 * (W + W.T)
+        offset = D - 1.0
+
+        def log_target(u):
+            return self.log_beta_conditional(offset + np.exp(u), S) + u
+
+        u = _slice_sample(log_target, np.log(self.beta - offset), rng)
+        self.beta = float(offset + np.exp(u))
+        self._refresh()
+
+
+def _slice_sample(log_density, x0, rng, width=1.0, max_steps=32):
+    """One univariate slice-sampling update (stepping out, then shrinkage; Neal 2003)."""
+    log_y = log_density(x0) + np.log(rng.random())
+    left = x0 - width * rng.random()
+    right = left + width
+    steps = max_steps
+    while steps > 0 and log_density(left) > log_y:
+        left -= width
+        steps -= 1
+    steps = max_steps
+    while steps > 0 and log_density(right) > log_y:
+        right += width
+        steps -= 1
+    while True:
+        x1 = left + (right - left) * rng.random()
+        if log_density(x1) > log_y:
+            return x1
+        if x1 < x0:
+            left = x1
+        else:
+            right = x1
