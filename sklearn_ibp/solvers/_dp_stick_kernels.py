@@ -95,3 +95,75 @@ def count_labels(labels, n_labels):
     for i in range(labels.shape[0]):
         counts[labels[i]] += 1
     return counts
+
+
+@njit(cache=True)
+def _log_stick_factor(n, after, alpha):
+    """``log B(1 + n, alpha + after)`` up to a constant: a position's factor of
+    ``p(c) = prod_j E[v_j^{n_j} (1 - v_j)^{m_j}]`` with the sticks integrated out."""
+    return math.lgamma(1.0 + n) + math.lgamma(alpha + after) - math.lgamma(1.0 + alpha + n + after)
+
+
+@njit(cache=True)
+def switch_adjacent_labels(counts, alpha, truncation, rng):
+    """One forward scan of Metropolis-Hastings swaps of adjacent stick positions.
+
+    The labels of the stick-breaking representation are not exchangeable (seed 002
+    sec. 3.2.3, on label switching): ``p(c) = prod_j B(1 + n_j, alpha + m_j) / B(1, alpha)``
+    with ``m_j = sum_{l>j} n_l`` once the sticks are integrated out. Swapping the clusters
+    (with their parameters) at positions ``j`` and ``j + 1`` leaves the likelihood as it
+    is, so it is accepted with ``min(1, p(c') / p(c))``; for the untruncated DP that is
+    ``(alpha + m + n_{j+1}) / (alpha + m + n_j)``, ``m = sum_{l>j+1} n_l``. The scan runs
+    ``j = 0, 1, ...`` for as long as position ``j`` could hold a cluster (later swaps,
+    of two empty positions, change nothing), or up to ``truncation - 2`` for the DP
+    truncated at ``truncation`` components (``truncation = 0``: untruncated), whose last
+    component, with ``v_M = 1``, has no factor.
+
+    Parameters
+    ----------
+    counts : (J,) int64 rows per position (not modified).
+
+    Returns
+    -------
+    occupant : (J',) int64
+        For each new position, the old position whose cluster now sits there (``-1``:
+        empty); ``J' >= J``.
+    """
+    J = counts.shape[0]
+    size = J + 8
+    n = np.zeros(size, dtype=np.int64)
+    occupant = np.full(size, -1, dtype=np.int64)
+    total = 0
+    last = -1
+    for j in range(J):
+        n[j] = counts[j]
+        total += counts[j]
+        if counts[j] > 0:
+            occupant[j] = j
+            last = j
+    before = 0  # rows at positions < j
+    j = 0
+    while (j <= last) if truncation == 0 else (j < truncation - 1):
+        if j + 2 > size:  # room for a cluster moving out past the end
+            bigger = np.zeros(2 * size, dtype=np.int64)
+            bigger_occ = np.full(2 * size, -1, dtype=np.int64)
+            bigger[:size] = n
+            bigger_occ[:size] = occupant
+            n, occupant, size = bigger, bigger_occ, 2 * size
+        a, b = n[j], n[j + 1]
+        if a != b:
+            m = total - before - a - b
+            if truncation != 0 and j + 1 == truncation - 1:
+                log_ratio = (_log_stick_factor(b, a, alpha) - _log_stick_factor(a, b, alpha))
+            else:
+                log_ratio = math.log(alpha + m + b) - math.log(alpha + m + a)
+            if log_ratio >= 0.0 or rng.random() < math.exp(log_ratio):
+                n[j], n[j + 1] = b, a
+                occupant[j], occupant[j + 1] = occupant[j + 1], occupant[j]
+                if j + 1 > last and b == 0:
+                    last = j + 1
+                elif j + 1 == last and a == 0:
+                    last = j
+        before += n[j]
+        j += 1
+    return occupant

@@ -12,12 +12,20 @@ sweep, so the solvers keep the positions beside the labels:
     The stick position of cluster ``k`` (distinct; gaps between them are inactive
     components).
 
+Since the labels are not exchangeable, the samplers also move the clusters along the
+stick, by Metropolis-Hastings swaps of adjacent positions with the sticks integrated out
+(``label_switching``; seed 002 sec. 3.2.3 points to Porteous et al. 2006 for such moves;
+:func:`~sklearn_ibp.solvers._dp_stick_kernels.switch_adjacent_labels`). They leave the
+likelihood as it is, so they improve mixing at no cost in exactness, and they pull large
+clusters to the front of the stick, which keeps the number of represented components low.
+
 Everything else the samplers represent is redrawn from its full conditional at the start
 of every sweep and need not be stored: the sticks given the labels (eq. 3.43, ``u``
 integrated out), and the parameters of inactive components (``G_0``, for they explain no
 data). So the persistent state is the labels, the stick positions and the parameters of
-the occupied clusters in ``state.params``, and a sweep is a Gibbs scan over
-``(sticks, inactive parameters) -> [slices ->] labels -> occupied parameters``.
+the occupied clusters in ``state.params``, and a sweep is
+``[label switching ->] (sticks, inactive parameters) -> [slices ->] labels -> occupied
+parameters``, each step leaving the posterior invariant.
 Between sweeps the estimator may change ``alpha`` and ``G_0``'s hyperparameters; both are
 read afresh at the start of the next sweep.
 
@@ -35,7 +43,12 @@ import math
 import numpy as np
 
 from ._dp_base import BaseDPSolver, MixtureState, relabel
-from ._dp_stick_kernels import gaussian_log_likelihood, relabel_first_appearance
+from ._dp_stick_kernels import (
+    count_labels,
+    gaussian_log_likelihood,
+    relabel_first_appearance,
+    switch_adjacent_labels,
+)
 
 __all__ = [
     "StickBreakingDPSolver",
@@ -156,16 +169,32 @@ class StickBreakingDPSolver(BaseDPSolver):
         """Hook: refuse a starting partition the sampler cannot represent."""
 
     # -- pieces of a sweep ---------------------------------------------------------------
-    @staticmethod
-    def _positions(state):
-        """The stick position of every cluster and of every row."""
+    def _positions(self, state, rng, truncation=0):
+        """Stick positions of the clusters after the label-switching moves (when
+        ``self.label_switching``), of the rows, and the rows per position.
+
+        Returns ``(positions (K,), row_positions (N,), counts (J,))`` with ``J`` the last
+        occupied position plus one, or ``truncation`` when it is set.
+        """
         positions = state.stats.get("stick_positions")
         K = state.n_clusters
         if (positions is None or positions.shape != (K,)
-                or np.unique(positions).size != K or positions.min() < 0):
+                or np.unique(positions).size != K or positions.min() < 0
+                or (truncation and positions.max() >= truncation)):
             positions = np.arange(K, dtype=np.int64)  # a state from another solver
-            state.stats["stick_positions"] = positions
-        return positions, positions[state.labels]
+        cluster_counts = count_labels(state.labels, K)
+        if getattr(self, "label_switching", False):
+            counts = np.zeros(truncation or int(positions.max()) + 1, dtype=np.int64)
+            counts[positions] = cluster_counts
+            occupant = switch_adjacent_labels(counts, float(state.alpha), int(truncation), rng)
+            new_of_old = np.empty(occupant.size, dtype=np.int64)
+            taken = np.flatnonzero(occupant >= 0)
+            new_of_old[occupant[taken]] = taken
+            positions = new_of_old[positions]
+        state.stats["stick_positions"] = positions
+        counts = np.zeros(truncation or int(positions.max()) + 1, dtype=np.int64)
+        counts[positions] = cluster_counts
+        return positions, positions[state.labels], counts
 
     @staticmethod
     def _represent(state, base, rng, n_represented, positions):

@@ -17,7 +17,6 @@ from sklearn.utils._param_validation import Interval
 
 from ._dp_base import MixtureState
 from ._dp_retrospective_kernels import retrospective_pass
-from ._dp_stick_kernels import count_labels
 from ._dp_sticks import StickBreakingDPSolver, sample_stick_posterior, stick_log_weights
 
 __all__ = ["RetrospectiveDP"]
@@ -26,8 +25,10 @@ __all__ = ["RetrospectiveDP"]
 class RetrospectiveDP(StickBreakingDPSolver):
     """Retrospective MCMC of Papaspiliopoulos and Roberts (seed 002 Algorithm 9).
 
-    One sweep is a Gibbs scan over
+    One sweep is
 
+    0. (``label_switching``) swaps of adjacent stick positions, see
+       :mod:`sklearn_ibp.solvers._dp_sticks`;
     1. the sticks of positions up to the last occupied one given the labels,
        ``v_j ~ Beta(1 + n_j, alpha + sum_{l>j} n_l)`` (eq. 3.43), and the parameters of
        the inactive components there from ``G_0``; ``extra`` more sticks and parameters
@@ -50,6 +51,11 @@ class RetrospectiveDP(StickBreakingDPSolver):
 
     Parameters
     ----------
+    label_switching : bool, default=True
+        Start each sweep with Metropolis-Hastings swaps of adjacent stick positions
+        (:func:`~sklearn_ibp.solvers._dp_stick_kernels.switch_adjacent_labels`), which
+        help the chain mix over the order of the clusters on the stick and keep the
+        last occupied position, and with it the cost of a row's step, low.
     extra : int, default=8
         Components from the prior represented past the last occupied one at the start of
         a sweep (more are broken off whenever a proposal needs them; this only changes
@@ -63,20 +69,22 @@ class RetrospectiveDP(StickBreakingDPSolver):
 
     name = "retrospective"
 
-    _parameter_constraints: dict = {"extra": [Interval(Integral, 1, None, closed="left")]}
+    _parameter_constraints: dict = {
+        "label_switching": ["boolean"],
+        "extra": [Interval(Integral, 1, None, closed="left")],
+    }
 
-    def __init__(self, extra=8):
+    def __init__(self, label_switching=True, extra=8):
+        self.label_switching = label_switching
         self.extra = extra
 
     def sweep(self, state: MixtureState, base, rng) -> None:
         """One Gibbs scan: sticks, one Metropolis-Hastings step per label, parameters."""
         alpha = float(state.alpha)
-        positions, row_positions = self._positions(state)
-        row_positions = row_positions.copy()
-        n_occupied = int(positions.max()) + 1
+        positions, row_positions, counts = self._positions(state, rng)
         extra = int(self.extra)
-        counts = count_labels(row_positions, n_occupied + extra)
-        log_v, log_1mv = sample_stick_posterior(counts[:n_occupied], alpha, rng, n_prior=extra)
+        log_v, log_1mv = sample_stick_posterior(counts, alpha, rng, n_prior=extra)
+        counts = np.concatenate([counts, np.zeros(extra, dtype=np.int64)])
         represented = self._represent(state, base, rng, log_v.size, positions)
         likelihood = self._row_likelihood(state, base, represented)
 

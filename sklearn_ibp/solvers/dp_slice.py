@@ -20,7 +20,6 @@ from sklearn.utils._param_validation import Interval
 
 from ._dp_base import MixtureState
 from ._dp_slice_kernels import draw_log_slices, sample_slice_labels
-from ._dp_stick_kernels import count_labels
 from ._dp_sticks import StickBreakingDPSolver, sample_stick_posterior, stick_log_weights
 
 __all__ = ["SliceDP"]
@@ -29,8 +28,10 @@ __all__ = ["SliceDP"]
 class SliceDP(StickBreakingDPSolver):
     """Walker's slice sampler for DP mixtures (seed 002 Algorithm 10, eqs. 3.48-3.52).
 
-    One sweep is a Gibbs scan over
+    One sweep is
 
+    0. (``label_switching``) swaps of adjacent stick positions, see
+       :mod:`sklearn_ibp.solvers._dp_sticks`;
     1. the sticks given the labels, ``v_j ~ Beta(1 + n_j, alpha + sum_{l>j} n_l)``
        (eq. 3.43; the slices integrated out) and the parameters of inactive components
        from ``G_0``;
@@ -62,6 +63,10 @@ class SliceDP(StickBreakingDPSolver):
     kappa : float in (0, 1) or None, default=None
         None for Walker's slices on the weights; a float for the efficient variant with
         ``xi_j = (1 - kappa) kappa^j``.
+    label_switching : bool, default=True
+        Start each sweep with Metropolis-Hastings swaps of adjacent stick positions
+        (:func:`~sklearn_ibp.solvers._dp_stick_kernels.switch_adjacent_labels`), which
+        help the chain mix over the order of the clusters on the stick.
     batch : int, default=8
         Sticks broken from the prior at a time while extending the representation (the
         ones past the stopping point are discarded; this only changes speed).
@@ -78,18 +83,19 @@ class SliceDP(StickBreakingDPSolver):
 
     _parameter_constraints: dict = {
         "kappa": [Interval(Real, 0, 1, closed="neither"), None],
+        "label_switching": ["boolean"],
         "batch": [Interval(Integral, 1, None, closed="left")],
     }
 
-    def __init__(self, kappa=None, batch=8):
+    def __init__(self, kappa=None, label_switching=True, batch=8):
         self.kappa = kappa
+        self.label_switching = label_switching
         self.batch = batch
 
     def sweep(self, state: MixtureState, base, rng) -> None:
         """One Gibbs scan: sticks, slices, labels (blocked), occupied parameters."""
         alpha = float(state.alpha)
-        positions, row_positions = self._positions(state)
-        counts = count_labels(row_positions, int(positions.max()) + 1)
+        positions, row_positions, counts = self._positions(state, rng)
         log_v, log_1mv = sample_stick_posterior(counts, alpha, rng)
         log_pi, log_rest = stick_log_weights(log_v, log_1mv)
 

@@ -15,7 +15,6 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._dp_base import MixtureState
-from ._dp_stick_kernels import count_labels
 from ._dp_sticks import StickBreakingDPSolver, sample_stick_posterior, stick_log_weights
 from ._dp_truncated_kernels import sample_truncated_labels
 
@@ -43,8 +42,10 @@ class TruncatedDP(StickBreakingDPSolver):
 
     The prior is the stick-breaking construction (eq. 3.15) cut at ``M = truncation``
     components by setting ``v_M = 1`` (eq. 3.17): ``G_M = sum_{k<=M} pi_k delta_theta_k``.
-    One sweep is a Gibbs scan over
+    One sweep is
 
+    0. (``label_switching``) swaps of adjacent stick positions, see
+       :mod:`sklearn_ibp.solvers._dp_sticks`;
     1. the sticks given the labels, ``v_k ~ Beta(1 + n_k, alpha + sum_{l>k} n_l)`` for
        ``k < M`` (eqs. 3.42-3.43, with ``pi_k = v_k prod_{l<k} (1 - v_l)``), and the
        parameters of the empty components from ``G_0``;
@@ -70,6 +71,11 @@ class TruncatedDP(StickBreakingDPSolver):
     ----------
     truncation : int, default=50
         Number of components ``M`` of the truncated DP.
+    label_switching : bool, default=True
+        Start each sweep with Metropolis-Hastings swaps of adjacent stick positions
+        (:func:`~sklearn_ibp.solvers._dp_stick_kernels.switch_adjacent_labels`, with the
+        truncated prior's last factor), which help the chain mix over the order of the
+        clusters on the stick.
 
     References
     ----------
@@ -79,10 +85,14 @@ class TruncatedDP(StickBreakingDPSolver):
 
     name = "truncated"
 
-    _parameter_constraints: dict = {"truncation": [Interval(Integral, 2, None, closed="left")]}
+    _parameter_constraints: dict = {
+        "truncation": [Interval(Integral, 2, None, closed="left")],
+        "label_switching": ["boolean"],
+    }
 
-    def __init__(self, truncation=50):
+    def __init__(self, truncation=50, label_switching=True):
         self.truncation = truncation
+        self.label_switching = label_switching
 
     def _check_n_clusters(self, n_clusters) -> None:
         if n_clusters > self.truncation:
@@ -94,13 +104,8 @@ class TruncatedDP(StickBreakingDPSolver):
     def sweep(self, state: MixtureState, base, rng) -> None:
         """One Gibbs scan: sticks, labels (blocked), occupied parameters."""
         M = int(self.truncation)
-        positions, row_positions = self._positions(state)
-        if positions.max() >= M:  # a state from another solver
-            self._check_n_clusters(state.n_clusters)
-            positions = np.arange(state.n_clusters, dtype=np.int64)
-            state.stats["stick_positions"] = positions
-            row_positions = positions[state.labels]
-        counts = count_labels(row_positions, M)
+        self._check_n_clusters(state.n_clusters)
+        positions, row_positions, counts = self._positions(state, rng, truncation=M)
         log_v, log_1mv = sample_stick_posterior(
             counts[: M - 1], float(state.alpha), rng, n_beyond=counts[M - 1]
         )

@@ -15,8 +15,8 @@ import math
 
 import numpy as np
 import pytest
-from scipy.special import logsumexp
-from scipy.stats import gamma, kstest, multivariate_normal
+from scipy.special import betaln, logsumexp
+from scipy.stats import chi2, gamma, kstest, multivariate_normal
 
 from sklearn_ibp.likelihoods._mixture_base import BaseMixtureComponents
 from sklearn_ibp.solvers._dp_base import relabel
@@ -27,6 +27,7 @@ from sklearn_ibp.solvers._dp_stick_kernels import (
     draw_log_categorical,
     gaussian_log_likelihood,
     relabel_first_appearance,
+    switch_adjacent_labels,
 )
 from sklearn_ibp.solvers._dp_sticks import (
     gaussian_factors,
@@ -85,6 +86,7 @@ class FlatBase(BaseMixtureComponents):
 EXACT_TRUNCATION = 40
 SOLVERS = {
     "slice": lambda: SliceDP(),
+    "slice-no-switching": lambda: SliceDP(label_switching=False),
     "slice-kappa": lambda: SliceDP(kappa=0.6),
     "truncated": lambda: TruncatedDP(truncation=EXACT_TRUNCATION),
     "retrospective": lambda: RetrospectiveDP(extra=2),
@@ -256,6 +258,95 @@ def test_log_gamma_variates_and_sticks():
     after = np.array([4 + 2, 4 + 2, 1 + 2, 0 + 2])
     mean = (1 + counts) / (1 + counts + alpha + after)
     np.testing.assert_allclose(draws.mean(axis=0), mean, atol=0.01)
+
+
+def _log_p_positions(counts, alpha, truncation=0):
+    """``log E[prod_i pi_{c_i}]`` of rows per stick position (the sticks integrated out):
+    ``sum_j log B(1 + n_j, alpha + m_j) - log B(1, alpha)``, no factor for ``v_M = 1``."""
+    counts = np.asarray(counts, dtype=float)
+    last = np.flatnonzero(counts)[-1]
+    after = np.cumsum(counts[::-1])[::-1] - counts
+    stop = min(last + 1, truncation - 1) if truncation else last + 1
+    return float(sum(betaln(1 + counts[j], alpha + after[j]) - betaln(1, alpha)
+                     for j in range(stop)))
+
+
+def _reference_switch(counts, alpha, truncation, rng):
+    n = list(counts) + [0] * 64
+    occupant = [j if c > 0 else -1 for j, c in enumerate(counts)] + [-1] * 64
+    j = 0
+    while True:
+        last = max(i for i, c in enumerate(n) if c > 0)
+        if (truncation and j >= truncation - 1) or (not truncation and j > last):
+            return occupant
+        if n[j] != n[j + 1]:
+            swapped = n.copy()
+            swapped[j], swapped[j + 1] = n[j + 1], n[j]
+            log_ratio = (_log_p_positions(swapped, alpha, truncation)
+                         - _log_p_positions(n, alpha, truncation))
+            if log_ratio >= 0 or rng.random() < np.exp(log_ratio):
+                n = swapped
+                occupant[j], occupant[j + 1] = occupant[j + 1], occupant[j]
+        j += 1
+
+
+@pytest.mark.parametrize("truncation", [0, 6])
+def test_label_switching_kernel_matches_reference(truncation):
+    rng = np.random.default_rng(13)
+    moved = 0
+    for _ in range(200):
+        counts = rng.integers(0, 4, size=6) * (rng.random(6) < 0.7)
+        counts[rng.integers(6)] += 1
+        seed = int(rng.integers(1 << 30))
+        got = switch_adjacent_labels(counts.astype(np.int64), 0.7, truncation,
+                                     np.random.default_rng(seed))
+        expected = _reference_switch(list(counts), 0.7, truncation,
+                                     np.random.default_rng(seed))
+        K = max(got.size, len(expected))
+        got = np.concatenate([got, -np.ones(K - got.size, int)])
+        expected = np.concatenate([expected, -np.ones(K - len(expected), int)])
+        np.testing.assert_array_equal(got, expected)
+        moved += np.any(got[: counts.size] != np.where(counts > 0, np.arange(6), -1))
+    assert moved > 100
+
+
+def test_label_switching_leaves_the_stick_prior_invariant():
+    # Two clusters of 3 and 1 rows: their positions (a, b) under repeated scans are
+    # distributed as E[pi_a^3 pi_b] (normalised), whatever the start.
+    alpha, L = 1.3, 5
+    configs = [(a, b) for a in range(L) for b in range(L) if a != b]
+
+    def log_p(a, b):
+        counts = np.zeros(max(a, b) + 1)
+        counts[a], counts[b] = 3, 1
+        return _log_p_positions(counts, alpha)
+
+    log_w = np.array([log_p(a, b) for a, b in configs])
+    # All configurations inside the L positions hold most of the mass; pool the rest.
+    rng = np.random.default_rng(14)
+    state = np.array([0, 0, 0, 1, 0, 0, 0, 0, 3], dtype=np.int64)  # a = 8, b = 3
+    draws = []
+    for sweep in range(12000):
+        occupant = switch_adjacent_labels(state, alpha, 0, rng)
+        new = np.zeros(occupant.size, dtype=np.int64)
+        taken = occupant >= 0
+        new[taken] = state[occupant[taken]]
+        state = new[: np.flatnonzero(new)[-1] + 1]
+        if sweep >= 100 and sweep % 3 == 0:
+            draws.append((int(np.flatnonzero(state == 3)[0]),
+                          int(np.flatnonzero(state == 1)[0])))
+    n = len(draws)
+    # Normalising constant: sum over all configurations, by enumerating far enough.
+    far = [(a, b) for a in range(60) for b in range(60) if a != b]
+    log_total = logsumexp([log_p(a, b) for a, b in far])
+    expected = np.exp(log_w - log_total) * n
+    observed = np.array([draws.count(c) for c in configs])
+    keep = expected >= 5
+    obs = np.append(observed[keep], n - observed[keep].sum())
+    exp_ = np.append(expected[keep], n - expected[keep].sum())
+    stat = float(np.sum((obs - exp_) ** 2 / exp_))
+    assert keep.sum() >= 6
+    assert chi2.sf(stat, obs.size - 1) > 1e-3, (stat, obs.size - 1)
 
 
 def _likelihood_args(X, params, gaussian):
