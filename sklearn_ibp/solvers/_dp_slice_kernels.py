@@ -20,12 +20,13 @@ def draw_log_slices(row_positions, log_bound, rng):
     """``log u_i`` with ``u_i ~ U(0, bound_{c_i}]`` (eq. 3.51), ``c_i = row_positions[i]``.
 
     ``u = bound (1 - U)`` with ``U`` in ``[0, 1)``, so a row's own component is always
-    above its slice. One uniform per row.
+    above its slice (``1 - U`` is exact for the generator's multiples of ``2^-53``).
+    One uniform per row.
     """
     N = row_positions.shape[0]
     out = np.empty(N)
     for i in range(N):
-        out[i] = log_bound[row_positions[i]] + math.log1p(-rng.random())
+        out[i] = log_bound[row_positions[i]] + math.log(1.0 - rng.random())
     return out
 
 
@@ -57,18 +58,26 @@ def sample_slice_labels(
     out = np.empty(N, dtype=np.int64)
     buf = np.empty(J)
     candidates = np.empty(J, dtype=np.int64)
+    # The two likelihood paths have a loop each: a branch inside the loop keeps numba
+    # from inlining the density and costs a factor of several.
     for i in range(N):
         n = 0
-        for r in range(J):
-            j = order[r]
-            if log_key[j] < log_slices[i]:
-                break
-            if gaussian:
-                lf = gaussian_log_density(X, i, means, upper, log_norm, j)
-            else:
-                lf = loglik[i, j]
-            buf[n] = log_prior_weight[j] + lf
-            candidates[n] = j
-            n += 1
+        if gaussian:
+            for r in range(J):
+                j = order[r]
+                if log_key[j] < log_slices[i]:
+                    break
+                buf[n] = log_prior_weight[j] + gaussian_log_density(
+                    X, i, means, upper, log_norm, j)
+                candidates[n] = j
+                n += 1
+        else:
+            for r in range(J):
+                j = order[r]
+                if log_key[j] < log_slices[i]:
+                    break
+                buf[n] = log_prior_weight[j] + loglik[i, j]
+                candidates[n] = j
+                n += 1
         out[i] = candidates[draw_log_categorical(buf, n, rng)]
     return out

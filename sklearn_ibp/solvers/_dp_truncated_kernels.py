@@ -32,10 +32,12 @@ def sample_truncated_labels(X, log_pi, gaussian, means, upper, log_norm, loglik,
     out = np.empty(N, dtype=np.int64)
     buf = np.empty(M)
     for i in range(N):
-        for k in range(M):
-            if gaussian:
+        # A loop per likelihood path, so that numba inlines the density.
+        if gaussian:
+            for k in range(M):
                 buf[k] = log_pi[k] + gaussian_log_density(X, i, means, upper, log_norm, k)
-            else:
+        else:
+            for k in range(M):
                 buf[k] = log_pi[k] + loglik[i, k]
         out[i] = draw_log_categorical(buf, M, rng)
     return out
