@@ -597,3 +597,17 @@ def test_truncated_weights_put_the_rest_of_the_stick_last():
     log_pi, _ = stick_log_weights(np.append(log_v, 0.0), np.append(log_1mv, -np.inf))
     assert logsumexp(log_pi) == pytest.approx(0.0, abs=1e-12)
     assert math.isfinite(log_pi[-1])
+
+
+@pytest.mark.parametrize(
+    "module, cls",
+    [("sklearn_ibp.likelihoods.normal_wishart", "NormalWishartBase"),
+     ("sklearn_ibp.likelihoods.conditionally_conjugate", "ConditionallyConjugateBase")],
+    ids=["conjugate", "conditionally_conjugate"],
+)
+@pytest.mark.parametrize("solver", ALL_SOLVERS, ids=IDS)
+def test_package_gaussian_bases_take_the_kernel_path(solver, module, cls, blobs):
+    base = getattr(pytest.importorskip(module), cls)()
+    state = run_chain(solver, base, blobs, 1.0, 5, seed=2, labels=np.arange(60) % 2,
+                      every=lambda sweep, s: check_contract(s, blobs))
+    assert state.stats["gaussian_kernel"]
