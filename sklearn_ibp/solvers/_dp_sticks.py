@@ -127,15 +127,12 @@ def _gaussian_kernel_applies(base, X, params) -> bool:
     return theirs.shape == ours.shape and bool(np.allclose(ours, theirs, rtol=1e-9, atol=1e-9))
 
 
-def _concatenate_params(first, second):
-    return {k: np.concatenate([first[k], second[k]]) for k in first}
-
-
 class StickBreakingDPSolver(BaseDPSolver):
     """Shared machinery of the samplers on the stick-breaking representation.
 
     Subclasses implement :meth:`sweep` with :meth:`_positions`, :meth:`_represent`,
-    :meth:`_row_likelihood` and :meth:`_finish`.
+    :meth:`_row_likelihood` and :meth:`_finish`, and may refuse a starting partition in
+    :meth:`_check_n_clusters`.
     """
 
     def initialize(self, X, labels, alpha, base, rng) -> MixtureState:
@@ -211,11 +208,6 @@ class StickBreakingDPSolver(BaseDPSolver):
             arr[free] = prior[key]
             out[key] = arr
         return out
-
-    @staticmethod
-    def _extend(represented, base, rng, n_more):
-        """``n_more`` more components from ``G_0`` after the represented ones."""
-        return _concatenate_params(represented, base.sample_prior(n_more, rng))
 
     @staticmethod
     def _row_likelihood(state, base, represented):

@@ -7,7 +7,8 @@ An auxiliary slice ``u_i`` per row makes the infinite mixture finite: with
 the finitely many components with ``pi_j > u_i`` (eq. 3.52). Given the slices the labels
 are independent, so they are drawn in one blocked pass, which is what makes the sampler
 fast on large N. It is exact: nothing is truncated, components are represented only as
-far as the smallest slice asks.
+far as the smallest slice asks. (The seed cites the sampler as Walker 2006, the preprint of
+the 2007 paper.)
 """
 
 from __future__ import annotations

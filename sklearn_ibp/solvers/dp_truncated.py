@@ -47,8 +47,9 @@ class TruncatedDP(StickBreakingDPSolver):
     0. (``label_switching``) swaps of adjacent stick positions, see
        :mod:`sklearn_ibp.solvers._dp_sticks`;
     1. the sticks given the labels, ``v_k ~ Beta(1 + n_k, alpha + sum_{l>k} n_l)`` for
-       ``k < M`` (eqs. 3.42-3.43, with ``pi_k = v_k prod_{l<k} (1 - v_l)``), and the
-       parameters of the empty components from ``G_0``;
+       ``k < M`` (eqs. 3.42-3.43, with ``pi_k = v_k prod_{l<k} (1 - v_l)``: eq. 3.42 of
+       the seed drops the ``1 -``), and the parameters of the empty components from
+       ``G_0``;
     2. every label at once, ``P(c_i = k) ~ pi_k F(x_i | theta_k)``, ``k <= M`` (eq. 3.44);
     3. the occupied components' parameters from their posterior given their rows.
 
