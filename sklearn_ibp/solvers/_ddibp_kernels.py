@@ -13,8 +13,9 @@ the block (Schur complement) form of the inverse gives
 with ``b = Z_{-k}^T z``, ``s = z^T z + r - b^T R b`` and ``u = z^T X - b^T G_{-k}``. So a
 link update of dish ``k`` needs only ``(z^T z, b, z^T X)`` of its two candidate columns,
 which differ on the rows whose path runs through the customer (the window of rows whose
-``z`` changes, seed 004 sec. 8): ``O(|rows| (K + D) + K^2 + K D)`` per update instead of an
-``O(N^3)`` recomputation. Adding or removing a whole column (an ownership move) uses the
+``z`` changes, seed 004 sec. 8): at most ``O(|rows| (K + D) + K^2 + K D)`` per update
+instead of an ``O(N^3)`` recomputation, and no update visits all N customers (see
+:func:`sweep_connections`). Adding or removing a whole column (an ownership move) uses the
 same formula with ``R = M^{-1}``.
 """
 
@@ -124,6 +125,146 @@ def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
     Minv[k, k] = 1.0 / s
 
 
+# -- one dish's link structure --------------------------------------------------------------
+# While the links of dish ``k`` are updated the kernel keeps, besides ``links[k]``:
+#
+# - the reverse adjacency: ``head[t]`` is the first customer linking to ``t``, ``nxt`` and
+#   ``prv`` chain the customers that link to the same target (a doubly linked list, so a
+#   link change moves one customer in O(1)); the owner's link is left out, since a path
+#   stops at the owner;
+# - the dish's rows (``Z[:, k] == 1``) as an unordered list ``members[:n_members]`` with
+#   ``where[m]`` the position of row ``m`` in it (-1 when ``m`` is not a member).
+
+
+@njit(cache=True)
+def _push_child(parent, j, head, nxt, prv):
+    """Add customer ``j`` to the customers that link to ``parent``."""
+    first = head[parent]
+    nxt[j] = first
+    prv[j] = -1
+    if first >= 0:
+        prv[first] = j
+    head[parent] = j
+
+
+@njit(cache=True)
+def _unlink_child(parent, j, head, nxt, prv):
+    """Remove customer ``j`` from the customers that link to ``parent``."""
+    p = prv[j]
+    n = nxt[j]
+    if p >= 0:
+        nxt[p] = n
+    else:
+        head[parent] = n
+    if n >= 0:
+        prv[n] = p
+
+
+@njit(cache=True)
+def _build_children(links_row, owner, head, nxt, prv):
+    """The reverse adjacency of one dish's links, the owner's own link left out."""
+    N = links_row.shape[0]
+    for j in range(N):
+        head[j] = -1
+    for j in range(N - 1, -1, -1):
+        if j != owner:
+            _push_child(links_row[j], j, head, nxt, prv)
+
+
+@njit(cache=True)
+def _collect_upstream(i, head, nxt, stamp, mark, out):
+    """The customers whose path runs through ``i`` (``i`` included), by a breadth-first
+    walk over the customers linking to each one found.
+
+    They are written to ``out[:size]`` and ``stamp[j] = mark`` flags them; ``size`` is
+    returned. ``i``'s own link is never followed, so the result is the upstream set of ``i``
+    with its link cut; a cycle through ``i`` ends at ``i``, already flagged. The owner is in
+    no child list, so it is never upstream of anyone, and walks stop there. Cost
+    ``O(size)``: each customer is in exactly one child list.
+    """
+    stamp[i] = mark
+    out[0] = i
+    size = 1
+    q = 0
+    while q < size:
+        c = head[out[q]]
+        q += 1
+        while c >= 0:
+            if stamp[c] != mark:
+                stamp[c] = mark
+                out[size] = c
+                size += 1
+            c = nxt[c]
+    return size
+
+
+@njit(cache=True)
+def _reach_mass(prox_row, members, n_members, stamp, mark):
+    """``sum a_ij`` over the dish's rows not flagged upstream (``stamp[j] != mark``): the
+    prior mass of the links that reach the owner once the upstream rows are cut off.
+
+    A sum of nonnegative terms over the dish's rows, so it is accurate to rounding however
+    small it is, and zero exactly when no candidate of that side has positive proximity.
+    """
+    total = 0.0
+    for t in range(n_members):
+        j = members[t]
+        if stamp[j] != mark:
+            total += prox_row[j]
+    return total
+
+
+@njit(cache=True)
+def _not_side_mass(prox_row, Z, k, stamp, mark):
+    """``sum a_ij`` over the customers that do not reach the owner after the cut (an
+    ``O(N)`` pass, used only when the difference ``total - p_reach`` would be inexact)."""
+    total = 0.0
+    for j in range(prox_row.shape[0]):
+        if Z[j, k] == 0 or stamp[j] == mark:
+            total += prox_row[j]
+    return total
+
+
+@njit(cache=True)
+def _column_terms(b, zX, R, G, n_features, k, nz, Rb, u):
+    """``Rb = R b`` and ``u = z^T X - G^T b`` of a column with statistics ``(b, z^T X)``
+    (entry ``k`` of ``b`` ignored); returns ``b^T R b``. ``R`` is symmetric, so ``R b`` is
+    summed over the rows of ``R`` where ``b`` is nonzero (their indices go to ``nz``)."""
+    K = n_features
+    D = zX.shape[0]
+    n = 0
+    for a in range(K):
+        if a != k and b[a] != 0.0:
+            nz[n] = a
+            n += 1
+    for a in range(K):
+        Rb[a] = 0.0
+    for d in range(D):
+        u[d] = zX[d]
+    for t in range(n):
+        c = nz[t]
+        bc = b[c]
+        for a in range(K):
+            Rb[a] += bc * R[c, a]
+        for d in range(D):
+            u[d] -= bc * G[c, d]
+    bRb = 0.0
+    for t in range(n):
+        bRb += b[nz[t]] * Rb[nz[t]]
+    return bRb
+
+
+@njit(cache=True)
+def _score(s, u, ratio, sigma_x):
+    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of :func:`_column_score` from its
+    ``s`` and ``u``."""
+    s = max(s, 1e-12 * ratio)
+    unorm = 0.0
+    for d in range(u.shape[0]):
+        unorm += u[d] * u[d]
+    return -0.5 * u.shape[0] * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+
+
 @njit(cache=True)
 def sweep_connections(
     X, Z, links, owners, n_features, proximity, cum_proximity, Minv, G, cross, sigma_x,
@@ -137,6 +278,25 @@ def sweep_connections(
     through ``i``, so only two likelihoods are needed. The link is then drawn within the
     chosen side in proportion to ``a_ij``. The owner's own link does not affect ``Z`` and
     is drawn from its prior.
+
+    No update visits all N customers. Per dish the kernel keeps the reverse adjacency of
+    the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
+    start). The customers upstream of ``i`` are found by a walk over the customers linking
+    to ``i`` (``O(|upstream|)``), the mass of the reaching side is summed over the dish's
+    rows less the upstream ones (``p_reach``, ``O(|z_k|)``) and the other side's mass is
+    ``p_not = sum_j a_ij - p_reach`` (recomputed over all rows only if that difference is
+    below ``1e-6`` of the row's mass, where it could lose digits; the not-side contains
+    ``i``, ``a_ii = 1 / h_i``). A link on the reaching side is drawn by a pass over the
+    dish's rows; one on the other side by rejection from the whole row (a binary search
+    in ``cum_proximity[i]``, accepted when the target does not reach the owner), with an
+    exact pass over all rows when that side holds less than 1/16 of the row's mass or 64
+    tries fail. The two scores come from ``s = count + r - b^T R b`` and
+    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only
+    when the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the
+    features of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)``
+    with ``n`` the number of nonzero entries of ``delta``. An update costs
+    ``O(|upstream| (K + D) + |z_k| + n^2 + n D + log N)`` when the rows stay, plus
+    ``O(K^2 + K D)`` when they switch.
     """
     N, D = X.shape
     K = n_features
@@ -146,65 +306,101 @@ def sweep_connections(
     Gk = np.empty((cap, D))
     col = np.empty(cap)
     b = np.zeros(cap)
-    b_alt = np.zeros(cap)
     zX = np.empty(D)
-    zX_alt = np.empty(D)
+    Rb = np.zeros(cap)
+    u = np.empty(D)
+    u_alt = np.empty(D)
+    delta = np.zeros(cap)
+    nz = np.empty(cap, dtype=np.int64)
+    head = np.empty(N, dtype=np.int64)
+    nxt = np.empty(N, dtype=np.int64)
+    prv = np.empty(N, dtype=np.int64)
+    stamp = np.zeros(N, dtype=np.int64)
+    mark = 0
+    upstream = np.empty(N, dtype=np.int64)
+    members = np.empty(N, dtype=np.int64)
+    where = np.empty(N, dtype=np.int64)
     for k in range(K):
         owner = owners[k]
+        row = links[k]
         for a in range(K):
             for j in range(K):
                 R[a, j] = Minv[a, j]
             for d in range(D):
                 Gk[a, d] = G[a, d]
         _remove_column_stats(R, Gk, k, K, col)
-        count = 0.0
         for j in range(K):
             b[j] = 0.0
         for d in range(D):
             zX[d] = cross[k, d]
+        n_members = 0
         for m in range(N):
             if Z[m, k]:
-                count += 1.0
+                members[n_members] = m
+                where[m] = n_members
+                n_members += 1
                 for j in range(K):
                     b[j] += Z[m, j]
+            else:
+                where[m] = -1
+        count = float(n_members)
         b[k] = 0.0
-        score = _column_score(count, b, zX, R, Gk, K, ratio, sigma_x)
+        # The current column: s = count + r - b^T R b, u = z^T X - G^T b, and its score.
+        bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+        score = _score(count + ratio - bRb, u, ratio, sigma_x)
+        _build_children(row, owner, head, nxt, prv)
         for i in range(N):
+            cum_row = cum_proximity[i]
             if i == owner:
-                links[k, i] = draw_link(cum_proximity[i], rng)
+                row[i] = draw_link(cum_row, rng)
                 continue
-            # Customers whose path runs through i, with i's link cut. A path ends at the
-            # owner, so the owner's link is cut too while tracing them.
-            links[k, i] = i
-            owner_link = links[k, owner]
-            links[k, owner] = owner
-            upstream = compute_reachability(links[k], i)
-            links[k, owner] = owner_link
+            # Customers whose path runs through i, with i's link cut (stamp == mark).
+            mark += 1
+            n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
             # After the cut, exactly the rows that had the dish and are not upstream of i
             # still reach the owner.
-            p_reach = 0.0
-            p_not = 0.0
-            for j in range(N):
-                if Z[j, k] and not upstream[j]:
-                    p_reach += proximity[i, j]
-                else:
-                    p_not += proximity[i, j]
+            prox = proximity[i]
+            row_mass = cum_row[N - 1]
+            p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+            p_not = row_mass - p_reach
+            exact_not = not (p_not >= 1e-6 * row_mass)
+            if exact_not:
+                p_not = _not_side_mass(prox, Z, k, stamp, mark)
+            # The other column switches z_k on the upstream rows: b changes by
+            # delta = sign * sum_m Z[m, -k] and z^T X by sign * sum_m X[m], so
+            # s_alt = count_alt + r - (b + delta)^T R (b + delta) and
+            # u_alt = u + sign * sum_m X[m] - G^T delta.
             on = Z[i, k]
             sign = -1.0 if on else 1.0
-            count_alt = count
-            for j in range(K):
-                b_alt[j] = b[j]
+            count_alt = count + sign * n_up
+            n_delta = 0
             for d in range(D):
-                zX_alt[d] = zX[d]
-            for m in range(N):
-                if upstream[m]:
-                    count_alt += sign
-                    for j in range(K):
-                        b_alt[j] += sign * Z[m, j]
-                    for d in range(D):
-                        zX_alt[d] += sign * X[m, d]
-            b_alt[k] = 0.0
-            score_alt = _column_score(count_alt, b_alt, zX_alt, R, Gk, K, ratio, sigma_x)
+                u_alt[d] = u[d]
+            for q in range(n_up):
+                m = upstream[q]
+                for j in range(K):
+                    if Z[m, j] and j != k:
+                        if delta[j] == 0.0:
+                            nz[n_delta] = j
+                            n_delta += 1
+                        delta[j] += sign
+                for d in range(D):
+                    u_alt[d] += sign * X[m, d]
+            dRb = 0.0
+            dRd = 0.0
+            for t in range(n_delta):
+                a = nz[t]
+                da = delta[a]
+                dRb += da * Rb[a]
+                acc = 0.0
+                for q in range(n_delta):
+                    acc += R[a, nz[q]] * delta[nz[q]]
+                dRd += da * acc
+                for d in range(D):
+                    u_alt[d] -= da * Gk[a, d]
+            score_alt = _score(
+                count_alt + ratio - (bRb + 2.0 * dRb + dRd), u_alt, ratio, sigma_x
+            )
             if on:
                 log_on, log_off = score, score_alt
             else:
@@ -215,27 +411,68 @@ def sweep_connections(
             p_on = math.exp(w_on - best) / (math.exp(w_on - best) + math.exp(w_off - best))
             new_on = 1 if rng.random() < p_on else 0
             # The link itself, within the chosen side, in proportion to a_ij.
-            side_total = p_reach if new_on == 1 else p_not
-            target = rng.random() * side_total
-            acc = 0.0
             chosen = -1
-            for j in range(N):
-                if (Z[j, k] and not upstream[j]) == (new_on == 1):
-                    acc += proximity[i, j]
-                    chosen = j
-                    if acc > target:
-                        break
-            links[k, i] = chosen
+            if new_on == 1:
+                # Over the dish's rows in the order p_reach was summed, so the pass ends
+                # on a target of positive proximity.
+                target = rng.random() * p_reach
+                acc = 0.0
+                for t in range(n_members):
+                    j = members[t]
+                    if stamp[j] != mark:
+                        acc += prox[j]
+                        chosen = j
+                        if acc > target:
+                            break
+            else:
+                if not exact_not and p_not >= 0.0625 * row_mass:
+                    for _ in range(64):
+                        j = draw_link(cum_row, rng)
+                        if Z[j, k] == 0 or stamp[j] == mark:
+                            chosen = j
+                            break
+                if chosen < 0:
+                    if not exact_not:
+                        p_not = _not_side_mass(prox, Z, k, stamp, mark)
+                    target = rng.random() * p_not
+                    acc = 0.0
+                    for j in range(N):
+                        if Z[j, k] == 0 or stamp[j] == mark:
+                            acc += prox[j]
+                            chosen = j
+                            if acc > target:
+                                break
+            old = row[i]
+            if chosen != old:
+                _unlink_child(old, i, head, nxt, prv)
+                _push_child(chosen, i, head, nxt, prv)
+                row[i] = chosen
             if new_on != on:
                 count = count_alt
-                for j in range(K):
-                    b[j] = b_alt[j]
-                for d in range(D):
-                    zX[d] = zX_alt[d]
-                score = score_alt
-                for m in range(N):
-                    if upstream[m]:
-                        Z[m, k] = new_on
+                for t in range(n_delta):
+                    b[nz[t]] += delta[nz[t]]
+                for q in range(n_up):
+                    m = upstream[q]
+                    for d in range(D):
+                        zX[d] += sign * X[m, d]
+                    Z[m, k] = new_on
+                    if new_on == 1:
+                        members[n_members] = m
+                        where[m] = n_members
+                        n_members += 1
+                    else:
+                        pos = where[m]
+                        n_members -= 1
+                        last = members[n_members]
+                        members[pos] = last
+                        where[last] = pos
+                        where[m] = -1
+            for t in range(n_delta):
+                delta[nz[t]] = 0.0
+            if new_on != on:
+                # Recomputed rather than updated, so no rounding builds up within a dish.
+                bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+                score = _score(count + ratio - bRb, u, ratio, sigma_x)
         # The column's new statistics back into the full model.
         for a in range(K):
             for j in range(K):

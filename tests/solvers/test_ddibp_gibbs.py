@@ -132,3 +132,119 @@ def test_closer_rows_share_more_features_in_the_sampler(decay):
     near = np.array([np.sum(z[0] * z[1]) for z in draws])
     far = np.array([np.sum(z[0] * z[3]) for z in draws])
     assert near.mean() - far.mean() > 4 * batch_means_se(near - far)
+
+
+def _random_links(rng, N, owner):
+    """Random links of one dish: uniform targets (so cycles avoiding the owner are common),
+    plus, half of the time, the owner linking into its own subtree (a cycle through it)."""
+    links = rng.integers(0, N, size=N)
+    if rng.random() < 0.5:
+        subtree = np.flatnonzero(compute_reachability(links, owner))
+        links[owner] = rng.choice(subtree)
+    return links
+
+
+def test_upstream_walk_and_side_masses_match_reachability():
+    # The link kernel finds the customers upstream of i by a walk over the reverse
+    # adjacency it keeps up to date, and the mass of the reaching side by a sum over the
+    # dish's rows; both against the plain computation from compute_reachability.
+    from sklearn_ibp.solvers._ddibp_kernels import (
+        _build_children,
+        _collect_upstream,
+        _not_side_mass,
+        _push_child,
+        _reach_mass,
+        _unlink_child,
+    )
+
+    rng = np.random.default_rng(11)
+    n_cycle_cases = n_owner_cycles = 0
+    for _ in range(200):
+        N = int(rng.integers(2, 14))
+        owner = int(rng.integers(N))
+        links = _random_links(rng, N, owner)
+        A = rng.random((N, N)) * (rng.random((N, N)) < 0.8)
+        A[np.arange(N), np.arange(N)] = rng.random(N) + 0.1
+        A /= A.sum(axis=1, keepdims=True)
+        head, nxt, prv = (np.empty(N, dtype=np.int64) for _ in range(3))
+        _build_children(links, owner, head, nxt, prv)
+        stamp = np.zeros(N, dtype=np.int64)
+        out = np.empty(N, dtype=np.int64)
+        mark = 0
+        for _ in range(3 * N):  # check every customer, then move one link, and again
+            z = compute_reachability(links, owner)
+            members = np.flatnonzero(z).astype(np.int64)
+            Zk = z.astype(np.int8)[:, None]
+            n_owner_cycles += bool(z[links[owner]]) and links[owner] != owner
+            n_cycle_cases += bool((~z).any())
+            for i in range(N):
+                if i == owner:
+                    continue
+                cut = links.copy()
+                cut[i] = i
+                cut[owner] = owner
+                expected = compute_reachability(cut, i)
+                mark += 1
+                size = _collect_upstream(i, head, nxt, stamp, mark, out)
+                got = np.zeros(N, dtype=bool)
+                got[out[:size]] = True
+                assert size == expected.sum()
+                np.testing.assert_array_equal(got, expected)
+                np.testing.assert_array_equal(stamp == mark, expected)
+                reach_side = z & ~expected
+                p_reach = _reach_mass(A[i], members, members.size, stamp, mark)
+                assert p_reach == pytest.approx(A[i, reach_side].sum(), rel=1e-12, abs=0)
+                p_not = _not_side_mass(A[i], Zk, 0, stamp, mark)
+                assert p_not == pytest.approx(A[i, ~reach_side].sum(), rel=1e-12)
+                assert p_not >= A[i, i] > 0  # i is always on the side that does not reach
+            # Move one link (the owner's too, which is in no child list).
+            i, t = int(rng.integers(N)), int(rng.integers(N))
+            if i != owner and t != links[i]:
+                _unlink_child(links[i], i, head, nxt, prv)
+                _push_child(t, i, head, nxt, prv)
+            links[i] = t
+        # The adjacency kept up to date equals the one built afresh.
+        fresh = [np.empty(N, dtype=np.int64) for _ in range(3)]
+        _build_children(links, owner, *fresh)
+        for parent in range(N):
+            kept, rebuilt = [], []
+            for lst, (h, nx) in ((kept, (head, nxt)), (rebuilt, fresh[:2])):
+                c = h[parent]
+                while c >= 0:
+                    lst.append(c)
+                    c = nx[c]
+            assert sorted(kept) == sorted(rebuilt)
+            assert sorted(kept) == [j for j in range(N) if j != owner and links[j] == parent]
+    assert n_cycle_cases > 100 and n_owner_cycles > 100
+
+
+def test_link_sweep_keeps_z_and_the_statistics_consistent():
+    # After a sweep of the link kernel alone, Z is the reachability of the links and the
+    # statistics it updated in place agree with a recomputation.
+    from sklearn_ibp.solvers._ddibp_kernels import sweep_connections
+
+    rng = np.random.default_rng(12)
+    N = 40
+    _, A, h = exponential_proximity(np.arange(N, dtype=float), decay=0.3)
+    X = rng.normal(size=(N, 3))
+    solver = DistanceDependentGibbs()
+    hyper = dict(alpha=3.0, sigma_x=0.7, sigma_a=1.0, proximity=A, h=h)
+    state = solver.initialize(X, None, hyper, rng)
+    assert state.n_features >= 3
+    st = state.stats
+    for _ in range(5):
+        sweep_connections(
+            state.X, state.Z, st["links"], st["owners"], state.n_features,
+            st["proximity"], st["cum_proximity"], st["Minv"], st["G"], st["cross"],
+            state.sigma_x, state.sigma_a, rng,
+        )
+        K = state.n_features
+        for k in range(K):
+            np.testing.assert_array_equal(
+                state.Z[:, k], compute_reachability(st["links"][k], st["owners"][k])
+            )
+        Minv, G, cross = st["Minv"].copy(), st["G"].copy(), st["cross"].copy()
+        solver._refresh(state)
+        np.testing.assert_allclose(Minv[:K, :K], st["Minv"][:K, :K], atol=1e-9)
+        np.testing.assert_allclose(G[:K], st["G"][:K], atol=1e-9)
+        np.testing.assert_allclose(cross[:K], st["cross"][:K], atol=1e-9)
