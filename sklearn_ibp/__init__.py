@@ -5,8 +5,8 @@ scikit-learn contract (``fit``/``transform``/``score``, ``Pipeline``, ``GridSear
 their samplers run in numba-compiled kernels.
 """
 
-from .estimators import DistanceDependentIBP, IBPFactorAnalysis
+from .estimators import DistanceDependentIBP, DPMixture, IBPFactorAnalysis
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DistanceDependentIBP", "IBPFactorAnalysis", "__version__"]
+__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis", "__version__"]

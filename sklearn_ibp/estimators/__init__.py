@@ -1,6 +1,7 @@
 """The public estimators: parameters, validation and fitted attributes, no sampling math."""
 
 from .distance_dependent import DistanceDependentIBP
+from .dp_mixture import DPMixture
 from .factor_analysis import IBPFactorAnalysis
 
-__all__ = ["DistanceDependentIBP", "IBPFactorAnalysis"]
+__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis"]

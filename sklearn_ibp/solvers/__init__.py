@@ -1,9 +1,20 @@
-"""Inference algorithms for the IBP latent feature models, one module each."""
+"""Inference algorithms, one module each: the IBP latent feature models and the DP
+mixtures."""
 
 from ._base import BaseIBPSolver, FeatureState
+from ._dp_base import BaseDPSolver, MixtureState
 from .accelerated import AcceleratedGibbs
 from .collapsed import CollapsedGibbs
 from .ddibp_gibbs import DistanceDependentGibbs
+from .dp_auxiliary import AuxiliaryDP
+from .dp_collapsed import CollapsedDPGibbs
+from .dp_gibbs import GibbsDP
+from .dp_metropolis import MetropolisDP
+from .dp_no_gaps import NoGapsDP
+from .dp_retrospective import RetrospectiveDP
+from .dp_slice import SliceDP
+from .dp_split_merge import SplitMergeDP
+from .dp_truncated import TruncatedDP
 from .semi_collapsed import SemiCollapsedGibbs
 from .uncollapsed import UncollapsedGibbs
 
@@ -15,8 +26,33 @@ SOLVERS = {
     "semi_collapsed": SemiCollapsedGibbs,
 }
 
+#: Solver names accepted by ``DPMixture(solver=...)``.
+DP_SOLVERS = {
+    "collapsed": CollapsedDPGibbs,
+    "split_merge": SplitMergeDP,
+    "gibbs": GibbsDP,
+    "auxiliary": AuxiliaryDP,
+    "no_gaps": NoGapsDP,
+    "metropolis": MetropolisDP,
+    "slice": SliceDP,
+    "truncated": TruncatedDP,
+    "retrospective": RetrospectiveDP,
+}
+
 __all__ = [
+    "DP_SOLVERS",
     "SOLVERS",
+    "AuxiliaryDP",
+    "BaseDPSolver",
+    "CollapsedDPGibbs",
+    "GibbsDP",
+    "MetropolisDP",
+    "MixtureState",
+    "NoGapsDP",
+    "RetrospectiveDP",
+    "SliceDP",
+    "SplitMergeDP",
+    "TruncatedDP",
     "AcceleratedGibbs",
     "BaseIBPSolver",
     "CollapsedGibbs",

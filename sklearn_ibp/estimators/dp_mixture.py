@@ -1,0 +1,519 @@
+"""DPMixture: Dirichlet process mixtures of Gaussians and of factor analysers."""
+
+from __future__ import annotations
+
+import copy
+from numbers import Integral, Real
+
+import numpy as np
+from scipy.special import logsumexp
+from sklearn.base import ClusterMixin, TransformerMixin, _fit_context
+from sklearn.cluster import KMeans
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..base import BaseIBPSampler
+from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
+from ..likelihoods.normal_wishart import NormalWishartBase
+from ..priors.crp import crp_log_prob, sample_alpha_posterior_crp
+from ..priors.ibp import as_random_source
+from ..solvers import DP_SOLVERS
+from ..solvers._dp_base import relabel
+
+__all__ = ["DPMixture"]
+
+#: Base distributions of Gaussian components, by name.
+BASES = {"conjugate": NormalWishartBase, "conditionally_conjugate": ConditionallyConjugateBase}
+
+
+class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
+    """Dirichlet process mixture of Gaussians or of factor analysers, fitted by MCMC.
+
+    The number of clusters is learned from the data: ``x_i ~ F(theta_{c_i})``,
+    ``theta_k ~ G_0`` and the partition ``c`` follows the Chinese restaurant process with
+    concentration ``alpha`` (Görür 2007, ch. 3). Gaussian components have a conjugate
+    Normal-Wishart base or a conditionally conjugate one (independent Normal mean and Wishart
+    precision), each with the hierarchical hyperpriors of sec. 3.3.1, which make the fit
+    invariant to translating, rotating and scaling the data; factor-analyser components
+    (sec. 3.4) have ``n_factors`` loadings per cluster with ARD precisions.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        DP concentration (its starting value when ``sample_hyperparameters=True``; then
+        ``1 / alpha ~ Gamma(1/2, 1/2)``, eq. 3.56).
+    base : {"conjugate", "conditionally_conjugate"} or base object, \
+            default="conjugate"
+        The base distribution ``G_0`` of Gaussian components, by name or as an object of
+        :mod:`sklearn_ibp.likelihoods` (copied, never modified).
+    component : {"gaussian", "factor_analyzer"}, default="gaussian"
+        Component model.
+    n_factors : int or None, default=None
+        Factors per cluster for ``component="factor_analyzer"`` (an upper bound: ARD
+        switches off the ones not needed); None uses ``n_features - 1``.
+    solver : str or solver object, default="auto"
+        Sampler of the indicators: ``"collapsed"``, ``"split_merge"``, ``"gibbs"``,
+        ``"auxiliary"``, ``"no_gaps"``, ``"metropolis"``, ``"slice"``, ``"truncated"``,
+        ``"retrospective"`` or an object of :mod:`sklearn_ibp.solvers`. ``"auto"`` is
+        ``"split_merge"`` (collapsed Gibbs with split-merge moves, which mixes over the
+        number of clusters far better than Gibbs alone) for the conjugate base and
+        ``"auxiliary"`` otherwise.
+    n_iter : int, default=200
+        Sweeps per chain.
+    burn_in : int or None, default=None
+        Sweeps discarded at the start of each chain; None discards the first half.
+    thin : int, default=1
+        Keep every ``thin``-th sweep after the burn-in.
+    n_chains : int, default=1
+        Independent chains.
+    sample_hyperparameters : bool, default=True
+        Resample ``alpha`` and the base's hyperparameters every sweep.
+    warm_start : bool, default=False
+        Continue the previous chains for ``n_iter`` more sweeps.
+    random_state : int, RandomState instance or None, default=None
+        Seeds every draw.
+    verbose : int, default=0
+        Show a progress bar.
+
+    Attributes
+    ----------
+    labels_ : ndarray of shape (n_samples,)
+        Cluster of each training row in the kept sample with the highest log joint
+        probability (so label switching between samples cannot scramble it).
+    n_components_ : int
+        Number of clusters of that sample.
+    weights_ : ndarray of shape (n_components,)
+        Their weights ``n_k / (N + alpha)`` (the rest, ``alpha / (N + alpha)``, is the
+        weight of a new cluster).
+    means_ : ndarray of shape (n_components, n_features)
+    covariances_ : ndarray of shape (n_components, n_features, n_features)
+        Posterior draws of the clusters' parameters in that sample.
+    alpha_ : float
+    samples_ : list of dict
+        The kept samples: ``labels``, ``alpha``, ``params``, ``hyperparameters``,
+        ``log_joint``, ``chain``.
+    traces_ : dict of ndarray of shape (n_chains, n_iter)
+        ``log_joint``, ``n_clusters`` and ``alpha`` at every sweep.
+    n_iter_, interrupted_, n_features_in_
+
+    Examples
+    --------
+    >>> from sklearn.datasets import make_blobs
+    >>> from sklearn_ibp import DPMixture
+    >>> X, _ = make_blobs(n_samples=200, centers=3, random_state=0)
+    >>> labels = DPMixture(n_iter=50, random_state=0).fit_predict(X)
+    """
+
+    _parameter_constraints: dict = {
+        **BaseIBPSampler._parameter_constraints,
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "base": [StrOptions({"conjugate", "conditionally_conjugate"}),
+                 HasMethods(["sample_prior", "log_likelihood", "sample_posterior"])],
+        "component": [StrOptions({"gaussian", "factor_analyzer"})],
+        "n_factors": [Interval(Integral, 1, None, closed="left"), None],
+        "solver": [StrOptions({"auto", *DP_SOLVERS}), HasMethods(["initialize", "sweep"])],
+    }
+
+    _trace_names = ("log_joint", "n_clusters", "alpha")
+
+    def __init__(
+        self,
+        alpha=1.0,
+        base="conjugate",
+        component="gaussian",
+        n_factors=None,
+        solver="auto",
+        n_iter=200,
+        burn_in=None,
+        thin=1,
+        n_chains=1,
+        sample_hyperparameters=True,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.alpha = alpha
+        self.base = base
+        self.component = component
+        self.n_factors = n_factors
+        self.solver = solver
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.sample_hyperparameters = sample_hyperparameters
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    # -- what is fitted -------------------------------------------------------------------
+    def _make_base(self, n_features):
+        if self.component == "factor_analyzer":
+            n_factors = n_features - 1 if self.n_factors is None else self.n_factors
+            if n_factors >= n_features:
+                raise ValueError(
+                    f"n_factors must be smaller than the number of features ({n_features}); "
+                    f"got n_factors={n_factors}."
+                )
+            if n_factors < 1:
+                raise ValueError("component='factor_analyzer' needs at least two features.")
+            from ..likelihoods.factor_analyzer import FactorAnalyzerBase
+
+            return FactorAnalyzerBase(n_factors=n_factors)
+        if isinstance(self.base, str):
+            return BASES[self.base]()
+        return copy.deepcopy(self.base)
+
+    def _base_name(self, base):
+        return getattr(base, "name", type(base).__name__)
+
+    def _resolve_solver(self, base=None):
+        solver = self.solver
+        if isinstance(solver, str):
+            if solver == "auto":
+                solver = "split_merge" if getattr(base, "conjugate", False) else "auxiliary"
+            solver = DP_SOLVERS[solver]()
+        else:
+            solver = copy.deepcopy(solver)
+        name = self._base_name(base)
+        served = getattr(solver, "bases", None)
+        if served is not None and name in (*BASES, "factor_analyzer") and name not in served:
+            raise ValueError(
+                f"solver {getattr(solver, 'name', type(solver).__name__)!r} cannot serve the "
+                f"{name!r} base; it serves {list(served)}. The collapsed samplers need the "
+                "conjugate base."
+            )
+        return solver
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Sample the DP mixture posterior given ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Finite data (no NaN or inf).
+        y : Ignored
+
+        Returns
+        -------
+        self : DPMixture
+        """
+        continuing = self.warm_start and hasattr(self, "_chains")
+        X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
+                          reset=not continuing)
+        base = self._make_base(X.shape[1])
+        solver = self._solver if continuing else self._resolve_solver(base)
+        self._base_template = base
+        self._run_chains(X, None, {"alpha": float(self.alpha)}, solver,
+                         lambda rng: self._starting_partition(X, rng))
+        self._solver = solver
+        self._X_train = X
+        best = self._best_sample()
+        self.labels_ = best["labels"].copy()
+        self.n_components_ = int(self.labels_.max()) + 1
+        counts = np.bincount(self.labels_, minlength=self.n_components_)
+        self.alpha_ = float(best["alpha"])
+        self.weights_ = counts / (X.shape[0] + self.alpha_)
+        self.means_ = np.asarray(best["params"]["means"], dtype=float).copy()
+        self.covariances_ = self._covariances(best)
+        return self
+
+    def _starting_partition(self, X, rng):
+        """A chain starts over-segmented: k-means with about ``2 alpha log(1 + N / alpha)``
+        clusters (twice the CRP's expected number). Samplers merge surplus clusters
+        easily, by emptying them, while opening a cluster that the data need can take
+        many sweeps for the samplers that represent parameters."""
+        n = X.shape[0]
+        n_start = int(np.clip(round(2 * self.alpha * np.log1p(n / self.alpha)), 1, n))
+        n_start = min(n_start, np.unique(X, axis=0).shape[0])
+        if n_start <= 1:
+            return np.zeros(n, dtype=np.int64)
+        seed = int(rng.integers(np.iinfo(np.int32).max))
+        labels = KMeans(n_clusters=n_start, n_init=1, random_state=seed).fit_predict(X)
+        return relabel(labels)[0].astype(np.int64)
+
+    def _covariances(self, sample):
+        params = sample["params"]
+        if "covariances" in params:
+            return np.asarray(params["covariances"], dtype=float).copy()
+        return np.linalg.inv(np.asarray(params["precisions"], dtype=float))
+
+    # -- hooks of the sampling loop -------------------------------------------------------
+    def _initialize_chain(self, solver, X, hyper, init, rng):
+        base = copy.deepcopy(self._base_template)
+        base.initialize(X, rng)
+        state = solver.initialize(X, init(rng), hyper["alpha"], base, rng)
+        state.base = base
+        return state
+
+    def _iterate(self, solver, state, rng, missing):
+        solver.sweep(state, state.base, rng)
+        if self.sample_hyperparameters:
+            params = solver.cluster_parameters(state, state.base, rng)
+            state.base.update_hyperparameters(params, rng)
+            solver.set_hyperparameters(state, state.base)
+            state.alpha = sample_alpha_posterior_crp(
+                state.alpha, state.n_clusters, state.X.shape[0], rng
+            )
+
+    def _log_joint(self, solver, state) -> float:
+        """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters
+        integrated out), ``log p(c | alpha) + log p(X | c, theta)`` otherwise."""
+        base = state.base
+        log_joint = crp_log_prob(state.labels, state.alpha)
+        if getattr(base, "conjugate", False):
+            for k in range(state.n_clusters):
+                log_joint += base.log_marginal(state.X[state.labels == k])
+        else:
+            params = solver.cluster_parameters(state, base, None)
+            loglik = base.log_likelihood(state.X, params)
+            log_joint += float(loglik[np.arange(state.X.shape[0]), state.labels].sum())
+        return float(log_joint)
+
+    def _trace_values(self, state, log_joint):
+        return (log_joint, state.n_clusters, state.alpha)
+
+    def _snapshot(self, state, chain, log_joint):
+        # A generator of the snapshot's own, so keeping a sample leaves the chain's
+        # random stream as it is.
+        state.n_snapshots = getattr(state, "n_snapshots", 0) + 1
+        params = self._solver_params(state, np.random.default_rng([chain, state.n_snapshots]))
+        return {
+            "labels": state.labels.copy(),
+            "alpha": float(state.alpha),
+            "params": {k: np.array(v, copy=True) for k, v in params.items()},
+            "hyperparameters": copy.deepcopy(state.base.hyperparameters()),
+            "log_joint": float(log_joint),
+            "chain": chain,
+        }
+
+    def _solver_params(self, state, rng):
+        # Represented parameters as they are; for collapsed solvers a posterior draw.
+        if state.params:
+            return {k: v[: state.n_clusters] for k, v in state.params.items()}
+        return state.base.sample_posterior_all(state.X, state.labels, state.n_clusters, rng)
+
+    # -- predictions ----------------------------------------------------------------------
+    def _sample_base(self, sample):
+        base = copy.deepcopy(self._base_template)
+        base.initialize(self._X_train, np.random.default_rng(0))
+        base.set_hyperparameters(sample["hyperparameters"])
+        return base
+
+    def _cluster_log_densities(self, X, sample, base):
+        """``log p(x | cluster k)`` for each row and cluster of a kept sample (n, K): the
+        posterior predictive given the cluster's rows for a conjugate base, the
+        component density at the sample's parameters otherwise."""
+        labels = sample["labels"]
+        K = int(labels.max()) + 1
+        if getattr(base, "conjugate", False):
+            return np.column_stack(
+                [base.log_predictive(X, self._X_train[labels == k]) for k in range(K)]
+            )
+        return base.log_likelihood(X, sample["params"])
+
+    def _check_new(self, X):
+        check_is_fitted(self)
+        return validate_data(self, X, dtype=np.float64, reset=False)
+
+    def _log_resp(self, X):
+        best = self._best_sample()
+        base = self._sample_base(best)
+        log_dens = self._cluster_log_densities(X, best, base)
+        log_w = np.log(self.weights_)
+        weighted = log_dens + log_w
+        return weighted - logsumexp(weighted, axis=1, keepdims=True)
+
+    def predict_proba(self, X):
+        """Probability that each row belongs to each cluster of the best sample.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        proba : ndarray of shape (n_samples, n_components)
+            Rows sum to one over the existing clusters (a new cluster is not a label).
+        """
+        X = self._check_new(X)
+        return np.exp(self._log_resp(X))
+
+    def predict(self, X):
+        """The most probable cluster of each row (see :meth:`predict_proba`).
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        labels : ndarray of shape (n_samples,)
+        """
+        return np.argmax(self.predict_proba(X), axis=1)
+
+    def transform(self, X):
+        """Cluster responsibilities, :meth:`predict_proba`, as features.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        responsibilities : ndarray of shape (n_samples, n_components)
+        """
+        return self.predict_proba(X)
+
+    def score_samples(self, X):
+        """Log posterior predictive density of each row, averaged over the kept samples.
+
+        For each kept sample the predictive is
+        ``sum_k n_k / (N + alpha) p(x | cluster k) + alpha / (N + alpha) p(x | new)``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+        """
+        X = self._check_new(X)
+        N = self._X_train.shape[0]
+        per_sample = []
+        for sample in self.samples_:
+            base = self._sample_base(sample)
+            counts = np.bincount(sample["labels"])
+            log_w = np.log(np.append(counts, sample["alpha"]) / (N + sample["alpha"]))
+            log_dens = np.column_stack(
+                [self._cluster_log_densities(X, sample, base), base.log_prior_predictive(X)]
+            )
+            per_sample.append(logsumexp(log_dens + log_w, axis=1))
+        return logsumexp(np.array(per_sample), axis=0) - np.log(len(per_sample))
+
+    def score(self, X, y=None):
+        """Mean log posterior predictive density of the rows of ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+        y : Ignored
+
+        Returns
+        -------
+        score : float
+        """
+        return float(np.mean(self.score_samples(X)))
+
+    def leave_one_out_log_density(self):
+        """Leave-one-out log predictive density of every training row, from one fit.
+
+        ``p(x_i | X_{-i})`` is the harmonic mean over the kept samples of
+        ``p(x_i | c_{-i}, X_{-i})`` (the conditional predictive ordinate): with weights
+        ``1 / p(x_i | ...)`` the posterior given all rows becomes the posterior without row
+        ``i``. This is the measure of the seed's Table 3.1 (sec. 3.3.3), without refitting
+        ``N`` times.
+
+        Returns
+        -------
+        log_density : ndarray of shape (n_samples,)
+        """
+        check_is_fitted(self)
+        X = self._X_train
+        N = X.shape[0]
+        rows = np.arange(N)
+        inverse = []
+        for sample in self.samples_:
+            base = self._sample_base(sample)
+            labels = sample["labels"]
+            alpha = sample["alpha"]
+            counts = np.bincount(labels)
+            K = counts.size
+            log_dens = np.empty((N, K))
+            if getattr(base, "conjugate", False):
+                for k in range(K):
+                    members = labels == k
+                    X_k = X[members]
+                    log_dens[~members, k] = base.log_predictive(X[~members], X_k)
+                    idx = np.flatnonzero(members)
+                    for j, i in enumerate(idx):  # row i left out of its own cluster
+                        log_dens[i, k] = base.log_predictive(X[i : i + 1],
+                                                             np.delete(X_k, j, axis=0))[0]
+            else:
+                log_dens[:] = base.log_likelihood(X, sample["params"])
+            counts_minus = np.tile(counts.astype(float), (N, 1))
+            counts_minus[rows, labels] -= 1.0
+            with np.errstate(divide="ignore"):
+                log_w = np.log(counts_minus) - np.log(N - 1 + alpha)
+            log_new = np.log(alpha / (N - 1 + alpha)) + base.log_prior_predictive(X)
+            log_p = logsumexp(np.column_stack([log_dens + log_w, log_new]), axis=1)
+            inverse.append(-log_p)
+        inverse = np.array(inverse)
+        return -(logsumexp(inverse, axis=0) - np.log(inverse.shape[0]))
+
+    @property
+    def coassignment_(self):
+        """Posterior probability that two training rows share a cluster, over the kept
+        samples: an (n_samples, n_samples) matrix, computed when first read."""
+        check_is_fitted(self)
+        cached = getattr(self, "_coassignment", None)
+        if cached is None:
+            N = self._X_train.shape[0]
+            cached = np.zeros((N, N))
+            for sample in self.samples_:
+                labels = sample["labels"]
+                cached += labels[:, None] == labels[None, :]
+            cached /= len(self.samples_)
+            self._coassignment = cached
+        return cached
+
+    def sample(self, n_samples=1, random_state=None):
+        """Draw rows from the fitted mixture (the best sample's clusters and weights).
+
+        A row comes from cluster ``k`` with probability ``n_k / (N + alpha)`` and from a new
+        cluster, with parameters drawn from the base, with probability
+        ``alpha / (N + alpha)``.
+
+        Parameters
+        ----------
+        n_samples : int, default=1
+        random_state : int, RandomState, Generator or None
+
+        Returns
+        -------
+        X : ndarray of shape (n_samples, n_features)
+        labels : ndarray of shape (n_samples,)
+            The cluster of each row; ``n_components_`` marks a new cluster.
+        """
+        check_is_fitted(self)
+        if not isinstance(n_samples, Integral) or isinstance(n_samples, bool) or n_samples < 1:
+            raise ValueError(f"n_samples must be a positive integer; got {n_samples!r}.")
+        rng = as_random_source(random_state)
+        gen = rng if isinstance(rng, np.random.Generator) else np.random.default_rng(
+            rng.randint(0, 2**31 - 1)
+        )
+        K = self.n_components_
+        probs = np.append(self.weights_, 1.0 - self.weights_.sum())
+        labels = gen.choice(K + 1, size=n_samples, p=probs / probs.sum())
+        D = self.n_features_in_
+        out = np.empty((n_samples, D))
+        base = self._sample_base(self._best_sample())
+        for k in range(K + 1):
+            rows = np.flatnonzero(labels == k)
+            if rows.size == 0:
+                continue
+            if k < K:
+                mean, cov = self.means_[k], self.covariances_[k]
+                out[rows] = gen.multivariate_normal(mean, cov, size=rows.size)
+            else:
+                for r in rows:
+                    params = base.sample_prior(1, gen)
+                    cov = self._covariances({"params": params})[0]
+                    out[r] = gen.multivariate_normal(params["means"][0], cov)
+        return out, labels
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
