@@ -19,11 +19,12 @@ rescaling the data:
 * eq. 3.63: ``xi ~ N(mu_x, Sigma_x)``, ``R ~ Wishart(D, (D Sigma_x)^{-1})`` (``E[R] =
   Sigma_x^{-1}``);
 * eq. 3.61: ``W ~ Wishart(D, Sigma_x / D)`` (``E[W] = Sigma_x``) and
-  ``1 / (beta - D + 1) ~ G(1, 1/D)``, read as eq. 3.23 reads its gamma: shape 1 and rate
-  ``1/D`` (as :mod:`sklearn_ibp.likelihoods.normal_wishart` does, so both bases share the
-  hyperprior). Rasmussen (2000), whose notation ``G(a, b)`` has shape ``a/2`` and mean ``b``,
-  would make it shape 1/2 and rate ``D/2``; the constants ``_BETA_PRIOR_SHAPE`` and
-  ``_beta_prior_rate`` hold the choice.
+  ``1 / (beta - D + 1) ~ G(1, 1/D)``, read as mean ``1/D``: shape 1 and rate ``D``, as
+  :mod:`sklearn_ibp.likelihoods.normal_wishart` reads it, so both bases share the hyperprior.
+  In ``D = 1`` every reading agrees with Rasmussen (2000); for ``D > 1`` the shape-rate
+  reading of eq. 3.23 (mean ``D``) puts ``beta`` so close to ``D - 1`` so often that prior
+  draws of ``S`` are numerically singular (a Geweke chain of the hyperparameters stalls on
+  them). The constants ``_BETA_PRIOR_SHAPE`` and ``_beta_prior_rate`` hold the choice.
 
 Their conditionals given the active components' parameters are Gaussian (``xi``) and Wishart
 (``R``, ``W``); ``beta`` is slice sampled on ``log(beta - D + 1)`` (the thesis uses
@@ -54,7 +55,7 @@ _BETA_PRIOR_SHAPE = 1.0
 
 
 def _beta_prior_rate(n_features):
-    return 1.0 / n_features
+    return float(n_features)
 
 
 def _sample_wishart(dof, factor, rng):
@@ -143,8 +144,10 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
     def initialize(self, X, rng) -> None:
         """Hyperpriors from the data's mean and covariance; starting hyperparameters.
 
-        ``Sigma_x`` gets a jitter of ``1e-6`` times each column's variance (1 for a
-        constant column), so one row or collinear columns still give a proper hyperprior.
+        A singular (or nearly singular) ``Sigma_x`` gets a jitter of ``1e-6`` times each
+        column's variance (1 for a constant column), so one row or collinear columns still
+        give a proper hyperprior; otherwise ``Sigma_x`` is the sample covariance, and the
+        model moves exactly with affine maps of the data.
         ``rng`` is not used: the starting values are deterministic.
         """
         X = np.asarray(X, dtype=float)
@@ -154,9 +157,15 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         self.n_features = D
         self.data_mean = X.mean(axis=0)
         cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.zeros((D, D))
-        var = np.diag(cov).copy()
-        var[~(var > 0)] = 1.0
-        self.data_cov = cov + 1e-6 * np.diag(var)
+        try:
+            np.linalg.cholesky(cov)
+            if np.linalg.cond(cov) > 1e12:
+                raise np.linalg.LinAlgError
+        except np.linalg.LinAlgError:
+            var = np.diag(cov).copy()
+            var[~(var > 0)] = 1.0
+            cov = cov + 1e-6 * np.diag(var)
+        self.data_cov = cov
         self.data_precision = np.linalg.inv(self.data_cov)
         self._data_cov_chol = np.linalg.cholesky(self.data_cov)
         values = {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
@@ -456,9 +465,16 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         self._refresh()
 
 
-def _slice_sample(log_density, x0, rng, width=1.0, max_steps=32):
-    """One univariate slice-sampling update (stepping out, then shrinkage; Neal 2003)."""
-    log_y = log_density(x0) + np.log(rng.random())
+def _slice_sample(log_density, x0, rng, width=1.0, max_steps=32, max_shrink=200):
+    """One univariate slice-sampling update (stepping out, then shrinkage; Neal 2003).
+
+    Returns ``x0`` unchanged if its log density is not finite or if shrinkage does not find
+    a point within ``max_shrink`` tries (both only on numerically degenerate targets).
+    """
+    log_fx0 = log_density(x0)
+    if not np.isfinite(log_fx0):
+        return x0
+    log_y = log_fx0 + np.log(rng.random())
     left = x0 - width * rng.random()
     right = left + width
     steps = max_steps
@@ -469,7 +485,7 @@ def _slice_sample(log_density, x0, rng, width=1.0, max_steps=32):
     while steps > 0 and log_density(right) > log_y:
         right += width
         steps -= 1
-    while True:
+    for _ in range(max_shrink):
         x1 = left + (right - left) * rng.random()
         if log_density(x1) > log_y:
             return x1
@@ -477,3 +493,4 @@ def _slice_sample(log_density, x0, rng, width=1.0, max_steps=32):
             left = x1
         else:
             right = x1
+    return x0
