@@ -24,6 +24,10 @@ from ._dp_neal import GenericSlots, NealDPSolver, draw_index_py
 __all__ = ["GibbsDP"]
 
 
+def _same_hyperparameters(a, b) -> bool:
+    return a.keys() == b.keys() and all(np.array_equal(a[k], b[k]) for k in a)
+
+
 class GibbsDP(NealDPSolver):
     """Algorithm 2 of Görür (2007) sec. 3.2.1: indicators and component parameters.
 
@@ -55,11 +59,22 @@ class GibbsDP(NealDPSolver):
     def __init__(self):
         pass
 
+    @staticmethod
+    def _log_prior_predictive(state, base):
+        """``log int F(x_i | phi) dG_0(phi)`` of every row, recomputed only when the base's
+        hyperparameters differ from those it was computed with."""
+        hyper = base.hyperparameters()
+        cached = state.stats.get("prior_predictive")
+        if cached is not None and _same_hyperparameters(cached[0], hyper):
+            return cached[1]
+        values = np.ascontiguousarray(base.log_prior_predictive(state.X), dtype=np.float64)
+        state.stats["prior_predictive"] = (hyper, values)
+        return values
+
     def _sweep_gaussian(self, state, base, rng):
         X = state.X
         slots = self._gaussian_slots(state)
-        log_prior_predictive = np.ascontiguousarray(base.log_prior_predictive(X),
-                                                    dtype=np.float64)
+        log_prior_predictive = self._log_prior_predictive(state, base)
         order = rng.permutation(X.shape[0]).astype(np.int64)
         labels = state.labels.copy()
         log_alpha = float(np.log(state.alpha))
@@ -85,7 +100,7 @@ class GibbsDP(NealDPSolver):
     def _sweep_generic(self, state, base, rng):
         X = state.X
         slots = GenericSlots(state.labels, state.n_clusters, state.params)
-        log_prior_predictive = np.asarray(base.log_prior_predictive(X), dtype=float)
+        log_prior_predictive = self._log_prior_predictive(state, base)
         labels = state.labels.copy()
         log_alpha = float(np.log(state.alpha))
         for i in rng.permutation(X.shape[0]):

@@ -512,3 +512,24 @@ def test_draw_index_matches_python_draw_and_skips_impossible():
     assert counts[1] == counts[4] == 0
     p = np.exp(log_weights) / np.exp(log_weights).sum()
     assert np.all(np.abs(counts / 400 - p) < 4 * np.sqrt(p * (1 - p) / 400) + 1e-12)
+
+
+@pytest.mark.parametrize("path", ["kernel", "python"])
+def test_gibbs_prior_predictive_follows_the_hyperparameters(path):
+    """GibbsDP keeps the prior predictive of eq. 3.29 between sweeps only while the base's
+    hyperparameters are unchanged."""
+    base = IsotropicGaussianBase() if path == "kernel" else IsotropicNormalBase()
+    rng = np.random.default_rng(0)
+    base.initialize(X_TOY, rng)
+    solver = GibbsDP()
+    state = solver.initialize(X_TOY, np.zeros(5, dtype=np.int64), ALPHA, base, rng)
+    solver.sweep(state, base, rng)
+    first = state.stats["prior_predictive"][1]
+    np.testing.assert_allclose(first, base.log_prior_predictive(X_TOY))
+    solver.sweep(state, base, rng)
+    assert state.stats["prior_predictive"][1] is first
+    base.set_hyperparameters({**base.hyperparameters(), "tau": 0.5})
+    solver.sweep(state, base, rng)
+    np.testing.assert_allclose(state.stats["prior_predictive"][1],
+                               base.log_prior_predictive(X_TOY))
+    assert not np.allclose(state.stats["prior_predictive"][1], first)
