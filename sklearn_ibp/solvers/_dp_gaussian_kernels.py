@@ -18,10 +18,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ..likelihoods._conditionally_conjugate_kernels import cholesky_lower
-
-__all__ = ["cholesky_lower"]  # re-exported for the solvers' kernels
-
 LOG_2PI = math.log(2.0 * math.pi)
 
 # statuses

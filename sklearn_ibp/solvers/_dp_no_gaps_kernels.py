@@ -5,6 +5,7 @@ import math
 
 from numba import njit
 
+from ..likelihoods._conditionally_conjugate_kernels import cholesky_lower
 from ._dp_gaussian_kernels import (
     DONE,
     N_ACTIVE,
@@ -16,7 +17,6 @@ from ._dp_gaussian_kernels import (
     POOL_POS,
     POS,
     active_log_weights,
-    cholesky_lower,
     copy_component,
     draw_index,
     gaussian_log_density,
