@@ -2,7 +2,7 @@
 
 A cluster is kept in a *slot* of a statistics tuple
 ``slots = (counts, sums, means, chol, logdet, log_const, inv_diag, exponent, shrink,
-log_weight)``:
+log_weight, leave_const)``:
 
 * ``counts[s]`` = ``n``, ``sums[s]`` = ``sum x`` (D,), ``means[s]`` = ``xi*`` (D,);
 * ``chol[s]`` = lower Cholesky factor of ``W* = beta W + C + (rho n / kappa)(xbar - xi)
@@ -14,10 +14,15 @@ log_weight)``:
   ``-(nu + 1)/2``, ``shrink[s]`` = ``kappa / (kappa + 1)`` and ``log_weight[s]`` =
   ``log n + log_const[s]`` (the CRP weight of eq. 3.32 folded in), so that
   ``log n + log p(x | X_s) = log_weight[s] + exponent[s] log(1 + shrink[s] r)`` with
-  ``r = |L_s^-1 (x - xi*_s)|^2``.
+  ``r = |L_s^-1 (x - xi*_s)|^2``; ``leave_const[s]`` is the part of the predictive of a
+  member given the slot's other rows that depends on ``n`` only (see
+  :func:`log_predictive_without`).
 
 A free slot has ``counts[s] == 0`` (its other entries are stale). The prior is the tuple
-``prior = (xi, rho, beta, chol(beta W), log|beta W|)``.
+``prior = (xi, rho, beta, chol(beta W), log|beta W|, gamma_ratio)`` with
+``gamma_ratio[n] = lgamma((beta + n + 1)/2) - lgamma((beta + n + 1 - D)/2)`` tabulated for
+every cluster size (:func:`make_prior`): a cluster's statistics change on every move, and
+four ``lgamma`` calls would be most of the cost of a move.
 
 When ``x`` joins a cluster with ``n`` rows and mean ``xi*_n``,
 ``W*_{n+1} = W*_n + kappa/(kappa+1) (x - xi*_n)(x - xi*_n)^T`` with ``kappa = rho + n``: a
@@ -32,6 +37,15 @@ import math
 
 import numpy as np
 from numba import njit
+from numba.core.options import DefaultOptions
+from scipy.special import gammaln
+
+#: Compilation options of the small helpers that allocate nothing: without the NRT they skip
+#: the reference counting of every array in the statistics tuples on each call, which
+#: otherwise costs more than their arithmetic (a move's two slot refreshes drop from ~600
+#: to ~100 ns). ``_nrt`` is a numba target option; where a numba version lacks it the
+#: helpers compile as usual.
+LEAF = {"cache": True, **({"_nrt": False} if hasattr(DefaultOptions, "_nrt") else {})}
 
 #: Below this value of ``|W*_{n-1}| / |W*_n|`` a row dominates its cluster's scatter and
 #: removing it by a downdate would lose more than ~1e-8 relative precision: the cluster's
@@ -41,7 +55,7 @@ RATIO_FLOOR = 1e-8
 _LOG_PI = math.log(math.pi)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def chol_update(L, v, weight):
     """``L L^T += weight v v^T`` in place (``weight > 0``); ``v`` is overwritten."""
     D = L.shape[0]
@@ -59,7 +73,7 @@ def chol_update(L, v, weight):
             v[i] = c * v[i] - s * L[i, k]
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def chol_downdate(L, v, weight):
     """``L L^T -= weight v v^T`` in place; ``v`` is overwritten. False if the result would
     not be positive definite (``L`` is then left partly modified)."""
@@ -82,7 +96,7 @@ def chol_downdate(L, v, weight):
     return True
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def forward_norm2(L, e, work):
     """``|L^-1 e|^2`` for lower-triangular ``L`` (``e`` is not modified)."""
     D = L.shape[0]
@@ -97,7 +111,7 @@ def forward_norm2(L, e, work):
     return total
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_mvgamma(a, D):
     """``log Gamma_D(a)``, the multivariate gamma function."""
     out = 0.25 * D * (D - 1) * _LOG_PI
@@ -106,21 +120,42 @@ def log_mvgamma(a, D):
     return out
 
 
-@njit(cache=True)
-def predictive_constant(n, logdet, rho, beta, D):
-    """Row-independent part of the Student-t predictive (eq. 3.65) of a cluster."""
-    kappa = rho + n
-    nu = beta + n
+@njit(**LEAF)
+def predictive_constant(n, logdet, prior, D):
+    """Row-independent part of the Student-t predictive (eq. 3.65) of a cluster with ``n``
+    rows and ``log|W*| = logdet``."""
+    kappa = prior[1] + n
     return (
         -0.5 * D * _LOG_PI
         + 0.5 * D * math.log(kappa / (kappa + 1.0))
-        + math.lgamma(0.5 * (nu + 1.0))
-        - math.lgamma(0.5 * (nu + 1.0 - D))
+        + gamma_ratio(n, prior, D)
         - 0.5 * logdet
     )
 
 
-@njit(cache=True)
+@njit(**LEAF)
+def gamma_ratio(n, prior, D):
+    """``lgamma((beta + n + 1)/2) - lgamma((beta + n + 1 - D)/2)``, from the table when
+    ``n`` is in it."""
+    table = prior[5]
+    if n < table.shape[0]:
+        return table[n]
+    nu = prior[2] + n
+    return math.lgamma(0.5 * (nu + 1.0)) - math.lgamma(0.5 * (nu + 1.0 - D))
+
+
+def make_prior(location, rho, dof, chol0, logdet0, n_max):
+    """The kernels' prior tuple, with ``gamma_ratio`` for cluster sizes ``0 .. n_max``."""
+    D = chol0.shape[0]
+    nu = dof + np.arange(n_max + 1, dtype=np.float64)
+    gamma_ratio = gammaln(0.5 * (nu + 1.0)) - gammaln(0.5 * (nu + 1.0 - D))
+    return (
+        np.ascontiguousarray(location, dtype=np.float64), float(rho), float(dof),
+        np.ascontiguousarray(chol0, dtype=np.float64), float(logdet0), gamma_ratio,
+    )
+
+
+@njit(**LEAF)
 def refresh_slot(s, slots, prior):
     """Recompute ``means``, ``logdet`` and ``log_const`` of slot ``s`` from its factor."""
     counts, sums, means, chol = slots[0], slots[1], slots[2], slots[3]
@@ -137,13 +172,22 @@ def refresh_slot(s, slots, prior):
         ld += 2.0 * math.log(chol[s, d, d])
         inv_diag[s, d] = 1.0 / chol[s, d, d]
     logdet[s] = ld
-    log_const[s] = predictive_constant(n, ld, rho, beta, D)
+    log_const[s] = predictive_constant(n, ld, prior, D)
     exponent[s] = -0.5 * (beta + n + 1.0)
     shrink[s] = kappa / (kappa + 1.0)
     log_weight[s] = math.log(n) + log_const[s] if n > 0 else -np.inf
+    if n >= 2:
+        kappa_minus = kappa - 1.0
+        slots[10][s] = (
+            -0.5 * D * _LOG_PI
+            + 0.5 * D * math.log(kappa_minus / (kappa_minus + 1.0))
+            + gamma_ratio(n - 1, prior, D)
+        )
+    else:
+        slots[10][s] = 0.0  # unused: a singleton is never scored without itself
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def empty_slot(s, slots, prior):
     """Make slot ``s`` an empty cluster (``W* = beta W``)."""
     counts, sums, chol = slots[0], slots[1], slots[3]
@@ -157,7 +201,7 @@ def empty_slot(s, slots, prior):
     refresh_slot(s, slots, prior)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def add_row(x, s, slots, prior, work):
     """Add row ``x`` to slot ``s`` (rank-one update of its factor)."""
     counts, sums, means, chol = slots[0], slots[1], slots[2], slots[3]
@@ -173,7 +217,7 @@ def add_row(x, s, slots, prior, work):
     refresh_slot(s, slots, prior)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def removal_ratio(x, s, slots, prior, work):
     """``|W*_{n-1}| / |W*_n|`` for member ``x`` of slot ``s`` (determinant lemma)."""
     counts = slots[0]
@@ -183,7 +227,7 @@ def removal_ratio(x, s, slots, prior, work):
     return 1.0 - (kappa_minus + 1.0) / kappa_minus * q
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def remove_row(x, s, slots, prior, work):
     """Remove member ``x`` from slot ``s`` (rank-one downdate), ``counts[s] >= 2``.
 
@@ -208,7 +252,7 @@ def remove_row(x, s, slots, prior, work):
     return True
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def mahalanobis2(x, s, slots, work):
     """``|L_s^-1 (x - xi*_s)|^2`` by forward substitution with the slot's cached inverse
     diagonal (``work`` holds the solution)."""
@@ -225,36 +269,23 @@ def mahalanobis2(x, s, slots, work):
     return total
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_predictive_slot(x, s, slots, prior, work):
     """``log p(x | rows of slot s)``: the Student-t of eq. 3.65 from the slot's factor."""
     r = mahalanobis2(x, s, slots, work)
     return slots[5][s] + slots[7][s] * math.log1p(slots[8][s] * r)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_predictive_without(x, s, ratio, slots, prior):
     """``log p(x | other rows of slot s)`` for a member ``x`` of a slot with ``n >= 2`` rows,
     given ``ratio = removal_ratio(x, s, ...)``: ``log p(X_n) - log p(X_{n-1})``."""
-    counts, logdet = slots[0], slots[4]
-    rho, beta = prior[1], prior[2]
-    D = x.shape[0]
-    n = counts[s]
-    logdet_n = logdet[s]
-    logdet_minus = logdet_n + math.log(ratio)
-    kappa_minus = rho + n - 1.0
-    nu_minus = beta + n - 1.0
-    return (
-        -0.5 * D * _LOG_PI
-        + 0.5 * D * math.log(kappa_minus / (kappa_minus + 1.0))
-        + math.lgamma(0.5 * (nu_minus + 1.0))
-        - math.lgamma(0.5 * (nu_minus + 1.0 - D))
-        + 0.5 * nu_minus * logdet_minus
-        - 0.5 * (nu_minus + 1.0) * logdet_n
-    )
+    # 1/2 nu' log|W*_{n-1}| - 1/2 (nu' + 1) log|W*_n| = 1/2 nu' log(ratio) - 1/2 log|W*_n|
+    nu_minus = prior[2] + slots[0][s] - 1.0
+    return slots[10][s] + 0.5 * nu_minus * math.log(ratio) - 0.5 * slots[4][s]
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_predictive_prior(x, prior, log_const0, work):
     """``log p(x)`` under ``G_0`` (eq. 3.64b): the Student-t with no rows."""
     location, rho, beta, chol0 = prior[0], prior[1], prior[2], prior[3]
@@ -266,7 +297,7 @@ def log_predictive_prior(x, prior, log_const0, work):
     return log_const0 - 0.5 * (beta + 1.0) * math.log1p(rho / (rho + 1.0) * r)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_marginal_slot(n, logdet, prior, D):
     """``log p(X_k)`` of a cluster with ``n`` rows and ``log|W*| = logdet`` (sec. 3.3.2)."""
     rho, beta, logdet0 = prior[1], prior[2], prior[4]
@@ -365,7 +396,7 @@ def rebuild_statistics(X, labels, n_slots, slots, prior):
         _set_slot_from_scatter(s, ns[s], totals[s], scatter[s], slots, prior)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def copy_slot(src, s, dst, t):
     """Copy slot ``s`` of the statistics ``src`` into slot ``t`` of ``dst``."""
     D = src[1].shape[1]
@@ -375,6 +406,7 @@ def copy_slot(src, s, dst, t):
     dst[7][t] = src[7][s]
     dst[8][t] = src[8][s]
     dst[9][t] = src[9][s]
+    dst[10][t] = src[10][s]
     for a in range(D):
         dst[1][t, a] = src[1][s, a]
         dst[2][t, a] = src[2][s, a]
@@ -396,6 +428,7 @@ def allocate_slots(capacity, n_features):
         np.zeros(capacity),
         np.zeros(capacity),
         np.zeros(capacity),
+        np.zeros(capacity),
     )
 
 
@@ -409,7 +442,7 @@ def grow_slots(slots, capacity):
 
 def prior_log_constant(prior, n_features):
     """``log_const`` of an empty cluster (the prior predictive's constant)."""
-    return float(predictive_constant(0, prior[4], prior[1], prior[2], n_features))
+    return float(predictive_constant(0, prior[4], prior, n_features))
 
 
 @njit(cache=True)

@@ -65,6 +65,7 @@ from ._mixture_base import BaseMixtureComponents
 from ._normal_wishart_kernels import (
     cholesky_lower,
     draw_normal_wishart,
+    make_prior,
     solve_lower,
     solve_lower_transpose,
     wishart_bartlett,
@@ -247,15 +248,14 @@ class NormalWishartBase(BaseMixtureComponents):
         self.scale_ = np.asarray(values["scale"], dtype=float).reshape(D, D).copy()
         self._refresh()
 
-    def kernel_hyperparameters(self):
-        """``(xi, rho, beta, chol(beta W), log|beta W|)`` as the numba kernels take them."""
+    def kernel_hyperparameters(self, n_max=0):
+        """The hyperparameters as the numba kernels take them: ``(xi, rho, beta,
+        chol(beta W), log|beta W|, gamma_ratio)``, with ``gamma_ratio`` tabulated for
+        clusters of up to ``n_max`` rows (see ``_normal_wishart_kernels.make_prior``)."""
         self._check_fitted()
-        return (
-            np.ascontiguousarray(self.location_, dtype=np.float64),
-            float(self.precision_scaling_),
-            float(self.dof_),
-            np.ascontiguousarray(self._prior_chol, dtype=np.float64),
-            float(self._prior_logdet),
+        return make_prior(
+            self.location_, self.precision_scaling_, self.dof_, self._prior_chol,
+            self._prior_logdet, int(n_max) + 1,
         )
 
     def update_hyperparameters(self, params, rng) -> None:

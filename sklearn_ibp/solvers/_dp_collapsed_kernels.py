@@ -19,6 +19,7 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._normal_wishart_kernels import (
+    LEAF,
     RATIO_FLOOR,
     add_row,
     empty_slot,
@@ -34,7 +35,7 @@ from ..likelihoods._normal_wishart_kernels import (
 from ._shared_kernels import draw_from_log_weights
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def first_free_slot(counts, n_slots):
     """The lowest slot below ``n_slots`` with no rows, or ``n_slots``."""
     t = 0
@@ -62,7 +63,7 @@ def sweep_collapsed_nw(
     exponent, shrink, log_weight = slots[7], slots[8], slots[9]
     capacity = counts.shape[0]
     D = X.shape[1]
-    log_const0 = predictive_constant(0, prior[4], prior[1], prior[2], D)
+    log_const0 = predictive_constant(0, prior[4], prior, D)
     for pos in range(start, order.shape[0]):
         if n_slots >= capacity:
             return pos, n_slots
@@ -143,7 +144,7 @@ def log_predictive_table(X_new, slots, prior, n_slots, out, work):
     slot) and ``out[m, n_slots] = log p(x_m)`` under ``G_0`` (eq. 3.65)."""
     counts = slots[0]
     D = X_new.shape[1]
-    log_const0 = predictive_constant(0, prior[4], prior[1], prior[2], D)
+    log_const0 = predictive_constant(0, prior[4], prior, D)
     for m in range(X_new.shape[0]):
         x = X_new[m]
         for s in range(n_slots):

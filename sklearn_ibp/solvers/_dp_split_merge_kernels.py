@@ -4,10 +4,16 @@ Gaussians (Jain and Neal 2004), with the Normal-Wishart statistics of
 
 A proposal picks two distinct rows ``i`` and ``j``; ``S`` are the other rows of their
 clusters, in increasing row order. The *launch state* puts ``i`` in component A and ``j``
-in component B, every row of ``S`` in A or B with probability 1/2, and then runs
-``n_intermediate`` restricted Gibbs scans over ``S``: row ``k`` goes to A with probability
+in component B and every row of ``S`` in A or B, and then runs ``n_intermediate``
+restricted Gibbs scans over ``S``: row ``k`` goes to A with probability
 ``~ n_A,-k p(x_k | A_-k)`` and to B with ``~ n_B,-k p(x_k | B_-k)`` (Student-t predictives,
-eq. 3.65 of seed 002). Then
+eq. 3.65 of seed 002). Jain and Neal assign the rows of ``S`` to A or B with probability 1/2
+each (``sequential_launch=False``); on large clusters both halves of such a launch look
+alike and the restricted scans barely break the tie. With ``sequential_launch=True`` the
+rows are allocated one after the other with the restricted-Gibbs probabilities given the
+rows allocated so far (as in Dahl's sequentially allocated merge-split). Either launch uses
+only ``S``, ``i``, ``j`` and the data, never the current allocation of ``S``, which is what
+the acceptance ratios below need. Then
 
 * if ``i`` and ``j`` share a cluster, one more restricted scan gives the split proposal and
   its probability ``q(split | launch)``; the split is accepted with probability
@@ -30,6 +36,7 @@ import math
 from numba import njit
 
 from ..likelihoods._normal_wishart_kernels import (
+    LEAF,
     RATIO_FLOOR,
     add_row,
     copy_slot,
@@ -45,7 +52,7 @@ from ._dp_collapsed_kernels import first_free_slot
 SAMPLE, SAMPLE_AND_SCORE, SCORE_FORCED = 0, 1, 2
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def log_sigmoid(d):
     """``log(1 / (1 + exp(-d)))`` without overflow."""
     if d >= 0.0:
@@ -53,7 +60,7 @@ def log_sigmoid(d):
     return d - math.log1p(math.exp(d))
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def sigmoid(d):
     """``1 / (1 + exp(-d))`` without overflow."""
     if d >= 0.0:
@@ -62,7 +69,7 @@ def sigmoid(d):
     return e / (1.0 + e)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def _rebuild_side(t, anchor, members, side, m, skip, X, temp, prior, work):
     """Component ``t`` afresh: its anchor row and the rows of ``S`` on side ``t`` except
     the one at position ``skip``."""
@@ -73,7 +80,7 @@ def _rebuild_side(t, anchor, members, side, m, skip, X, temp, prior, work):
             add_row(X[members[q]], t, temp, prior, work)
 
 
-@njit(cache=True)
+@njit(**LEAF)
 def restricted_scan(X, anchors, members, side, m, forced, temp, prior, rng, work, mode):
     """One restricted Gibbs scan over ``S`` between components 0 (A) and 1 (B), in place.
 
@@ -118,8 +125,8 @@ def restricted_scan(X, anchors, members, side, m, forced, temp, prior, rng, work
 
 @njit(cache=True)
 def split_merge_nw(
-    X, labels, slots, prior, n_slots, log_alpha, n_proposals, n_intermediate, rng,
-    temp, anchors, members, side, original, work,
+    X, labels, slots, prior, n_slots, log_alpha, n_proposals, n_intermediate,
+    sequential_launch, rng, temp, anchors, members, side, original, work,
 ):
     """``n_proposals`` split-merge proposals (Jain and Neal 2004) on the slot statistics.
 
@@ -149,7 +156,8 @@ def split_merge_nw(
                 members[m] = r
                 original[m] = 0 if labels[r] == ci else 1
                 m += 1
-        # Launch state: i in A, j in B, the rest at random, then intermediate scans.
+        # Launch state: i in A, j in B, the rest at random or allocated one after the other,
+        # then intermediate scans.
         anchors[0] = i
         anchors[1] = j
         empty_slot(0, temp, prior)
@@ -157,8 +165,16 @@ def split_merge_nw(
         empty_slot(1, temp, prior)
         add_row(X[j], 1, temp, prior, work)
         for q in range(m):
-            side[q] = 0 if rng.random() < 0.5 else 1
-            add_row(X[members[q]], side[q], temp, prior, work)
+            x = X[members[q]]
+            if sequential_launch:
+                d = (
+                    math.log(temp[0][0]) + log_predictive_slot(x, 0, temp, prior, work)
+                    - math.log(temp[0][1]) - log_predictive_slot(x, 1, temp, prior, work)
+                )
+                side[q] = 0 if rng.random() < sigmoid(d) else 1
+            else:
+                side[q] = 0 if rng.random() < 0.5 else 1
+            add_row(x, side[q], temp, prior, work)
         for _ in range(n_intermediate):
             restricted_scan(X, anchors, members, side, m, original, temp, prior, rng, work,
                             SAMPLE)

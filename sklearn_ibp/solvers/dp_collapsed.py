@@ -127,7 +127,7 @@ class CollapsedDPGibbs(BaseDPSolver):
         K = state.n_clusters
         capacity = min(N + 1, max(2 * K + 8, 32))
         slots = allocate_slots(capacity, D)
-        prior = base.kernel_hyperparameters()
+        prior = base.kernel_hyperparameters(N)
         rebuild_statistics(state.X, state.labels, K, slots, prior)
         state.stats.update(
             slots=slots, prior=prior, n_slots=K, base_version=getattr(base, "_version", None)

@@ -23,7 +23,7 @@ import math
 from numbers import Integral
 
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..likelihoods._normal_wishart_kernels import allocate_slots
 from ._dp_base import MixtureState
@@ -51,11 +51,18 @@ class SplitMergeDP(CollapsedDPGibbs):
 
     Parameters
     ----------
-    n_proposals : int, default=5
-        Split-merge proposals per sweep, made before the Gibbs sweep.
+    n_proposals : int, default=1
+        Split-merge proposals per sweep, made before the Gibbs sweep (Jain and Neal's
+        scheme makes one per Gibbs scan). A proposal costs about as much as
+        ``n_intermediate + 2`` Gibbs scans of the two clusters involved.
     n_intermediate : int, default=5
         Restricted Gibbs scans that build each proposal's launch state (Jain and Neal's
         ``t``; they use about 5).
+    launch : {"sequential", "random"}, default="sequential"
+        How the launch state starts before the intermediate scans: "random" puts each row
+        with either anchor with probability 1/2 (Jain and Neal); "sequential" allocates the
+        rows one after the other by the restricted-Gibbs probabilities given the rows
+        allocated so far, which lets the scans find a split of a large cluster.
     use_kernels : bool, default=True
         Use the numba path for the Normal-Wishart base (see :class:`CollapsedDPGibbs`).
 
@@ -72,12 +79,14 @@ class SplitMergeDP(CollapsedDPGibbs):
         **CollapsedDPGibbs._parameter_constraints,
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
         "n_intermediate": [Interval(Integral, 0, None, closed="left")],
+        "launch": [StrOptions({"sequential", "random"})],
     }
 
-    def __init__(self, n_proposals=5, n_intermediate=5, use_kernels=True):
+    def __init__(self, n_proposals=1, n_intermediate=5, launch="sequential", use_kernels=True):
         super().__init__(use_kernels=use_kernels)
         self.n_proposals = n_proposals
         self.n_intermediate = n_intermediate
+        self.launch = launch
 
     def initialize(self, X, labels, alpha, base, rng) -> MixtureState:
         self._validate_params()
@@ -125,7 +134,7 @@ class SplitMergeDP(CollapsedDPGibbs):
             made, n_slots, *counts = split_merge_nw(
                 state.X, state.labels, st["slots"], st["prior"], st["n_slots"],
                 math.log(state.alpha), int(self.n_proposals) - done, int(self.n_intermediate),
-                rng, temp, anchors, members, side, original, work,
+                self.launch == "sequential", rng, temp, anchors, members, side, original, work,
             )
             st["n_slots"] = int(n_slots)
             done += int(made)
@@ -148,7 +157,7 @@ class SplitMergeDP(CollapsedDPGibbs):
             members = [r for r in range(N) if r not in (i, j) and labels[r] in (ci, cj)]
             original = [0 if labels[r] == ci else 1 for r in members]
             anchors = (i, j)
-            side = [0 if rng.random() < 0.5 else 1 for _ in members]
+            side = self._launch_python(base, X, anchors, members, rng)
             for _ in range(int(self.n_intermediate)):
                 self._scan_python(base, X, anchors, members, side, None, rng)
             if ci == cj:
@@ -183,6 +192,24 @@ class SplitMergeDP(CollapsedDPGibbs):
                     merges_accepted += 1
         state.stats["n_slots"] = n_slots
         return [splits_proposed, splits_accepted, merges_accepted]
+
+    def _launch_python(self, base, X, anchors, members, rng):
+        """The launch allocation of ``S`` (see the kernels' module docstring)."""
+        side = []
+        rows = ([anchors[0]], [anchors[1]])
+        for row in members:
+            if self.launch == "sequential":
+                x = X[row : row + 1]
+                d = (
+                    math.log(len(rows[0])) + base.log_predictive(x, X[rows[0]])[0]
+                    - math.log(len(rows[1])) - base.log_predictive(x, X[rows[1]])[0]
+                )
+                t = 0 if rng.random() < _sigmoid(d) else 1
+            else:
+                t = 0 if rng.random() < 0.5 else 1
+            side.append(t)
+            rows[t].append(row)
+        return side
 
     @staticmethod
     def _scan_python(base, X, anchors, members, side, forced, rng):

@@ -209,7 +209,7 @@ def test_rank_one_updates_agree_with_fresh_factors_after_thousands_of_moves():
     X = rng.normal(size=(60, D)) * [1.0, 10.0, 0.1] + [5.0, -50.0, 0.0]
     base = NormalWishartBase()
     base.initialize(X, rng)
-    prior = base.kernel_hyperparameters()
+    prior = base.kernel_hyperparameters(60)
     slots = allocate_slots(2, D)
     empty_slot(0, slots, prior)
     member = np.zeros(60, dtype=np.int64) - 1
