@@ -63,6 +63,8 @@ class SplitMergeDP(CollapsedDPGibbs):
         with either anchor with probability 1/2 (Jain and Neal); "sequential" allocates the
         rows one after the other by the restricted-Gibbs probabilities given the rows
         allocated so far, which lets the scans find a split of a large cluster.
+    scan_order : {"sequential", "random"}, default="sequential"
+        Row order of the Gibbs sweep (see :class:`CollapsedDPGibbs`).
     use_kernels : bool, default=True
         Use the numba path for the Normal-Wishart base (see :class:`CollapsedDPGibbs`).
 
@@ -82,14 +84,16 @@ class SplitMergeDP(CollapsedDPGibbs):
         "launch": [StrOptions({"sequential", "random"})],
     }
 
-    def __init__(self, n_proposals=1, n_intermediate=5, launch="sequential", use_kernels=True):
-        super().__init__(use_kernels=use_kernels)
+    def __init__(
+        self, n_proposals=1, n_intermediate=5, launch="sequential", scan_order="sequential",
+        use_kernels=True,
+    ):
+        super().__init__(scan_order=scan_order, use_kernels=use_kernels)
         self.n_proposals = n_proposals
         self.n_intermediate = n_intermediate
         self.launch = launch
 
     def initialize(self, X, labels, alpha, base, rng) -> MixtureState:
-        self._validate_params()
         state = super().initialize(X, labels, alpha, base, rng)
         state.stats["split_merge"] = {
             "proposals": 0, "splits_proposed": 0, "splits_accepted": 0, "merges_accepted": 0,

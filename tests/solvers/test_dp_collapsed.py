@@ -82,12 +82,12 @@ def key_of(state):
 
 
 # ------------------------------------------------------------------ 1. prior recovery
-@pytest.mark.parametrize("alpha", [0.7, 2.5])
-def test_prior_recovered_with_flat_likelihood(alpha):
+@pytest.mark.parametrize("alpha, scan_order", [(0.7, "sequential"), (2.5, "random")])
+def test_prior_recovered_with_flat_likelihood(alpha, scan_order):
     n_rows = 12
     X = np.zeros((n_rows, 1))
-    _, ks = run_chain(CollapsedDPGibbs(), FlatBase(), X, alpha, 4000, seed=3,
-                      record=n_clusters, burn_in=50)
+    _, ks = run_chain(CollapsedDPGibbs(scan_order=scan_order), FlatBase(), X, alpha, 4000,
+                      seed=3, record=n_clusters, burn_in=50)
     ks = np.array(ks)
     expected = expected_n_clusters(n_rows, alpha)
     se = batch_means_se(ks)
@@ -124,6 +124,18 @@ def test_histogram_matches_enumerated_posterior(tiny_posterior):
     assert p_value > 1e-3, (name, stat, dof, p_value)
 
 
+def test_random_scan_order_matches_enumerated_posterior():
+    base = BASES["normal_wishart"]()
+    base.initialize(X_TINY, None)
+    posterior = exact_partition_posterior(X_TINY, base, ALPHA_TINY)
+    _, keys = run_chain(CollapsedDPGibbs(scan_order="random"), BASES["normal_wishart"](),
+                        X_TINY, ALPHA_TINY, 3 * 3000, seed=1, record=key_of, thin=3,
+                        burn_in=30)
+    stat, dof, p_value, _, _ = chi_square_against(posterior, keys)
+    assert dof >= 20
+    assert p_value > 1e-3, (stat, dof, p_value)
+
+
 # ------------------------------------------------------------------ 3. numba vs Python
 @pytest.fixture(scope="module")
 def blobs():
@@ -156,14 +168,14 @@ def test_predictive_numbers_agree_between_paths(blobs):
     )
 
 
-@pytest.mark.parametrize("alpha", [0.5, 3.0])
-def test_numba_and_python_paths_draw_the_same_chain(blobs, alpha):
+@pytest.mark.parametrize("alpha, scan_order", [(0.5, "sequential"), (3.0, "random")])
+def test_numba_and_python_paths_draw_the_same_chain(blobs, alpha, scan_order):
     base = NormalWishartBase()
     base.initialize(blobs, None)
     chains = []
     for use_kernels in (True, False):
         rng = np.random.default_rng(11)
-        solver = CollapsedDPGibbs(use_kernels=use_kernels)
+        solver = CollapsedDPGibbs(scan_order=scan_order, use_kernels=use_kernels)
         start = np.arange(blobs.shape[0]) % 4
         state = solver.initialize(blobs, start, alpha, base, rng)
         history = []
@@ -332,4 +344,7 @@ def test_bad_input():
         solver.initialize(X, np.zeros(3, int), 1.0, base, None)
     with pytest.raises(ValueError, match="alpha"):
         solver.initialize(X, np.zeros(4, int), -1.0, base, None)
+    with pytest.raises(ValueError, match="scan_order"):
+        CollapsedDPGibbs(scan_order="backwards").initialize(X, np.zeros(4, int), 1.0, base,
+                                                            None)
     assert math.isclose(solver.initialize(X, [5, 5, 2, 9], 1.0, base, None).n_clusters, 3)

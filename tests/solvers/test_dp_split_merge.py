@@ -194,7 +194,8 @@ def test_contract_reproducibility_and_parameters(two_groups):
     with pytest.raises(ValueError, match="n_proposals"):
         solver.initialize(X, np.zeros(X.shape[0], int), 1.0, _fixed_base(), None)
     assert SplitMergeDP().get_params() == {
-        "launch": "sequential", "n_intermediate": 5, "n_proposals": 1, "use_kernels": True,
+        "launch": "sequential", "n_intermediate": 5, "n_proposals": 1,
+        "scan_order": "sequential", "use_kernels": True,
     }
     with pytest.raises(ValueError, match="launch"):
         SplitMergeDP(launch="nearest").initialize(X, np.zeros(X.shape[0], int), 1.0,
