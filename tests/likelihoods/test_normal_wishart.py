@@ -319,3 +319,31 @@ def test_inputs_untouched_and_wide_scales_stay_finite():
     Z = np.column_stack([X[:, 0], np.ones(30)])
     base.initialize(Z, rng)
     assert np.all(np.isfinite(base.log_prior_predictive(Z)))
+
+
+def test_small_linear_algebra_kernels_match_numpy():
+    from sklearn_ibp.likelihoods._normal_wishart_kernels import (
+        chol_downdate,
+        chol_update,
+        cholesky_lower,
+        solve_lower,
+        solve_lower_transpose,
+    )
+
+    rng = np.random.default_rng(14)
+    B = rng.normal(size=(4, 4))
+    A = B @ B.T + 4 * np.eye(4)
+    L, ok = cholesky_lower(A)
+    assert ok
+    np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-12)
+    assert not cholesky_lower(-A)[1]
+    b = rng.normal(size=4)
+    np.testing.assert_allclose(solve_lower(L, b), np.linalg.solve(L, b), rtol=1e-10)
+    np.testing.assert_allclose(solve_lower_transpose(L, b), np.linalg.solve(L.T, b), rtol=1e-10)
+    v = rng.normal(size=4)
+    updated = L.copy()
+    chol_update(updated, v.copy(), 0.7)
+    np.testing.assert_allclose(updated, np.linalg.cholesky(A + 0.7 * np.outer(v, v)), rtol=1e-10)
+    assert chol_downdate(updated, v.copy(), 0.7)
+    np.testing.assert_allclose(updated, L, rtol=1e-10, atol=1e-12)
+    assert not chol_downdate(updated, 10 * v, 1.0)  # would not be positive definite
