@@ -51,10 +51,11 @@ class SplitMergeDP(CollapsedDPGibbs):
 
     Parameters
     ----------
-    n_proposals : int, default=1
-        Split-merge proposals per sweep, made before the Gibbs sweep (Jain and Neal's
-        scheme makes one per Gibbs scan). A proposal costs about as much as
-        ``n_intermediate + 2`` Gibbs scans of the two clusters involved.
+    n_proposals : int, default=5
+        Split-merge proposals per sweep, made before the Gibbs sweep (Jain and Neal make
+        one per Gibbs scan; a few more find the one pair of clusters worth merging among
+        many sooner). A proposal costs about as much as ``n_intermediate + 2`` Gibbs scans
+        of the two clusters involved (N = 10^4 rows in 8 clusters: ~1 ms).
     n_intermediate : int, default=5
         Restricted Gibbs scans that build each proposal's launch state (Jain and Neal's
         ``t``; they use about 5).
@@ -85,7 +86,7 @@ class SplitMergeDP(CollapsedDPGibbs):
     }
 
     def __init__(
-        self, n_proposals=1, n_intermediate=5, launch="sequential", scan_order="sequential",
+        self, n_proposals=5, n_intermediate=5, launch="sequential", scan_order="sequential",
         use_kernels=True,
     ):
         super().__init__(scan_order=scan_order, use_kernels=use_kernels)

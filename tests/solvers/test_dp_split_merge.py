@@ -194,7 +194,7 @@ def test_contract_reproducibility_and_parameters(two_groups):
     with pytest.raises(ValueError, match="n_proposals"):
         solver.initialize(X, np.zeros(X.shape[0], int), 1.0, _fixed_base(), None)
     assert SplitMergeDP().get_params() == {
-        "launch": "sequential", "n_intermediate": 5, "n_proposals": 1,
+        "launch": "sequential", "n_intermediate": 5, "n_proposals": 5,
         "scan_order": "sequential", "use_kernels": True,
     }
     with pytest.raises(ValueError, match="launch"):
