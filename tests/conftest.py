@@ -2,8 +2,21 @@
 
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_limits
 
 from sklearn_ibp.datasets import make_block_images
+
+
+@pytest.fixture(scope="session", autouse=True)
+def single_threaded_blas():
+    """One BLAS thread for the whole run, as the estimators use while sampling.
+
+    Tests that drive a solver directly would otherwise call OpenBLAS with every core on
+    tiny matrices; on a shared, busy two-core machine that made some of them ten times
+    slower.
+    """
+    with threadpool_limits(limits=1, user_api="blas"):
+        yield
 
 
 @pytest.fixture(scope="session")

@@ -28,7 +28,7 @@ def test_pipeline_and_grid_search_over_alpha_and_decay():
     pipe = Pipeline(
         [
             ("ddibp", DistanceDependentIBP(covariate_columns=[0], sigma_x=0.5, sigma_a=1.0,
-                                           n_iter=30, random_state=0)),
+                                           n_iter=60, random_state=0)),
             ("clf", LogisticRegression(max_iter=1000)),
         ]
     )

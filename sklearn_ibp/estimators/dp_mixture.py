@@ -15,7 +15,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import BaseIBPSampler
 from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
 from ..likelihoods.normal_wishart import NormalWishartBase
-from ..priors.crp import crp_log_prob, sample_alpha_posterior_crp
+from ..priors.crp import crp_log_prob
 from ..priors.ibp import as_random_source
 from ..solvers import DP_SOLVERS
 from ..solvers._dp_base import relabel
@@ -253,9 +253,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
             params = solver.cluster_parameters(state, state.base, rng)
             state.base.update_hyperparameters(params, rng)
             solver.set_hyperparameters(state, state.base)
-            state.alpha = sample_alpha_posterior_crp(
-                state.alpha, state.n_clusters, state.X.shape[0], rng
-            )
+            state.alpha = solver.sample_alpha(state, rng)
 
     def _log_joint(self, solver, state) -> float:
         """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters

@@ -99,5 +99,17 @@ class BaseDPSolver(BaseEstimator):
             return {k: v[: state.n_clusters] for k, v in state.params.items()}
         return base.sample_posterior_all(state.X, state.labels, state.n_clusters, rng)
 
+    def sample_alpha(self, state: MixtureState, rng) -> float:
+        """An MCMC update of ``alpha`` given the rest of the state.
+
+        For solvers whose state is the partition (and parameters), ``alpha`` depends only
+        on the number of clusters: ``p(alpha | K, N)`` (sec. 3.1.6). Solvers that keep
+        more of the DP than the partition (the stick positions of the stick-breaking
+        samplers) override this with the conditional given what they keep.
+        """
+        from ..priors.crp import sample_alpha_posterior_crp
+
+        return sample_alpha_posterior_crp(state.alpha, state.n_clusters, state.X.shape[0], rng)
+
     def set_hyperparameters(self, state: MixtureState, base) -> None:
         """Refresh whatever depends on the base's hyperparameters (after they changed)."""

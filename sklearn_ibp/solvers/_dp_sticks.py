@@ -41,7 +41,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import gammaln
 
+from .._slice import slice_sample
 from ._dp_base import BaseDPSolver, MixtureState, relabel
 from ._dp_stick_kernels import (
     count_labels,
@@ -161,6 +163,33 @@ class StickBreakingDPSolver(BaseDPSolver):
         state.stats["stick_positions"] = np.arange(K, dtype=np.int64)
         state.stats["gaussian_kernel"] = _gaussian_kernel_applies(base, X, params)
         return state
+
+    def sample_alpha(self, state, rng) -> float:
+        """An MCMC update of ``alpha`` given the labels *and their stick positions*.
+
+        The positions carry information about ``alpha`` (clusters spread far along the
+        stick mean a large ``alpha``), so ``p(alpha | K, N)`` of the partition alone is not
+        its conditional here. With the sticks integrated out,
+        ``p(c | alpha) = prod_{j < J} alpha B(1 + n_j, alpha + m_j)``, ``n_j`` the rows at
+        position ``j``, ``m_j`` those after it and ``J`` the last occupied position plus
+        one; ``log alpha`` is slice-sampled under the prior ``1/alpha ~ Gamma(1/2, 1/2)``
+        (eq. 3.56), as for the partition.
+        """
+        positions = state.stats["stick_positions"]
+        counts = np.zeros(int(positions.max()) + 1)
+        counts[positions] = count_labels(state.labels, state.n_clusters)
+        after = np.cumsum(counts[::-1])[::-1] - counts
+        n_sticks = counts.size
+
+        def log_density(u):
+            if not -700.0 < u < 700.0:
+                return -math.inf
+            a = math.exp(u)
+            value = n_sticks * u - 0.5 * u - 0.5 / a  # prior with the Jacobian alpha
+            value += float(np.sum(gammaln(a + after) - gammaln(1.0 + counts + a + after)))
+            return value
+
+        return float(math.exp(slice_sample(log_density, math.log(state.alpha), rng)))
 
     def _check_n_clusters(self, n_clusters) -> None:
         """Hook: refuse a starting partition the sampler cannot represent."""
