@@ -1,5 +1,8 @@
-"""Observation models given the binary feature matrix Z."""
+"""Observation models: given the binary feature matrix Z (the IBP models), and the
+component models with their base distributions (the DP mixtures)."""
 
+from .conditionally_conjugate import ConditionallyConjugateBase
+from .factor_analyzer import FactorAnalyzerBase
 from .linear_gaussian import (
     feature_posterior,
     information_form,
@@ -8,8 +11,12 @@ from .linear_gaussian import (
     row_log_predictive,
     sample_features,
 )
+from .normal_wishart import NormalWishartBase
 
 __all__ = [
+    "ConditionallyConjugateBase",
+    "FactorAnalyzerBase",
+    "NormalWishartBase",
     "feature_posterior",
     "information_form",
     "log_marginal_likelihood",

@@ -1,5 +1,6 @@
 """Priors over binary feature matrices and partitions (no data involved)."""
 
+from .crp import crp_log_prob, expected_n_clusters, sample_alpha_posterior_crp, sample_crp
 from .ddibp import (
     compute_reachability,
     ddibp_log_prob,
@@ -20,6 +21,10 @@ from .ibp import (
 )
 
 __all__ = [
+    "crp_log_prob",
+    "expected_n_clusters",
+    "sample_alpha_posterior_crp",
+    "sample_crp",
     "compute_reachability",
     "ddibp_log_prob",
     "decay_proximity",
