@@ -506,6 +506,15 @@ def draw_normal_wishart(n, mean, L, rho, beta, rng, mu_out, S_out):
 
 
 @njit(cache=True)
+def draw_normal_wishart_many(n_draws, mean, L, rho, beta, rng, mu_out, S_out):
+    """``n_draws`` independent draws of :func:`draw_normal_wishart` with the same
+    statistics, into ``mu_out[k]`` and ``S_out[k]`` (the same random stream as calling it
+    ``n_draws`` times)."""
+    for k in range(n_draws):
+        draw_normal_wishart(0.0, mean, L, rho, beta, rng, mu_out[k], S_out[k])
+
+
+@njit(cache=True)
 def cholesky_lower(A):
     """Lower Cholesky factor of a small symmetric matrix by plain loops (reads the lower
     triangle). Returns ``(L, ok)``; ``ok`` is False if ``A`` is not positive definite."""

@@ -65,6 +65,7 @@ from ._mixture_base import BaseMixtureComponents
 from ._normal_wishart_kernels import (
     cholesky_lower,
     draw_normal_wishart,
+    draw_normal_wishart_many,
     make_prior,
     solve_lower,
     solve_lower_transpose,
@@ -455,8 +456,11 @@ class NormalWishartBase(BaseMixtureComponents):
         D = self.n_features
         means = np.empty((int(n), D))
         precisions = np.empty((int(n), D, D))
-        for k in range(int(n)):
-            means[k], precisions[k] = self._draw(0, self.location_, self._prior_chol, rng)
+        draw_normal_wishart_many(
+            int(n), np.ascontiguousarray(self.location_, dtype=np.float64),
+            np.ascontiguousarray(self._prior_chol, dtype=np.float64),
+            float(self.precision_scaling_), float(self.dof_), rng, means, precisions,
+        )
         return {"means": means, "precisions": precisions}
 
     def sample_posterior(self, X_k, rng, params_k=None) -> dict:

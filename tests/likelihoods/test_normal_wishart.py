@@ -347,3 +347,14 @@ def test_small_linear_algebra_kernels_match_numpy():
     assert chol_downdate(updated, v.copy(), 0.7)
     np.testing.assert_allclose(updated, L, rtol=1e-10, atol=1e-12)
     assert not chol_downdate(updated, 10 * v, 1.0)  # would not be positive definite
+
+
+def test_sample_prior_in_bulk_is_the_sequence_of_single_draws():
+    X = np.random.default_rng(0).normal(size=(40, 3))
+    base = NormalWishartBase()
+    base.initialize(X, np.random.default_rng(1))
+    bulk = base.sample_prior(25, np.random.default_rng(5))
+    rng = np.random.default_rng(5)
+    single = [base._draw(0, base.location_, base._prior_chol, rng) for _ in range(25)]
+    np.testing.assert_array_equal(bulk["means"], np.array([m for m, _ in single]))
+    np.testing.assert_array_equal(bulk["precisions"], np.array([S for _, S in single]))
