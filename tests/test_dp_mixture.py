@@ -109,3 +109,16 @@ def test_same_seed_same_fit():
 def test_bad_input_is_named(params, X, match):
     with pytest.raises(ValueError, match=match):
         DPMixture(n_iter=2, **params).fit(X)
+
+
+def test_warm_start_continues_the_chains_on_the_same_data():
+    X, _ = make_blobs(n_samples=80, centers=2, random_state=0)
+    model = DPMixture(n_iter=10, warm_start=True, random_state=0).fit(X)
+    first = model.traces_["log_joint"].copy()
+    model.fit(X)
+    assert model.traces_["log_joint"].shape == (1, 20)
+    np.testing.assert_array_equal(model.traces_["log_joint"][:, :10], first)
+    longer = DPMixture(n_iter=20, burn_in=5, random_state=0).fit(X)
+    np.testing.assert_array_equal(model.traces_["log_joint"], longer.traces_["log_joint"])
+    with pytest.raises(ValueError, match="same X"):
+        model.fit(X[:40])

@@ -69,7 +69,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
     sample_hyperparameters : bool, default=True
         Resample ``alpha`` and the base's hyperparameters every sweep.
     warm_start : bool, default=False
-        Continue the previous chains for ``n_iter`` more sweeps.
+        Continue the previous chains for ``n_iter`` more sweeps (on the same ``X``).
     random_state : int, RandomState instance or None, default=None
         Seeds every draw.
     verbose : int, default=0
@@ -202,6 +202,11 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         continuing = self.warm_start and hasattr(self, "_chains")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
                           reset=not continuing)
+        if continuing and not np.array_equal(X, self._X_train):
+            raise ValueError(
+                "warm_start=True continues the previous chains, which need the same X they "
+                "were fitted on; set warm_start=False to fit new data."
+            )
         base = self._make_base(X.shape[1])
         solver = self._solver if continuing else self._resolve_solver(base)
         self._base_template = base
