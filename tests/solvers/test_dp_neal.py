@@ -33,6 +33,9 @@ from sklearn_ibp.solvers.dp_auxiliary import AuxiliaryDP
 from sklearn_ibp.solvers.dp_gibbs import GibbsDP
 from sklearn_ibp.solvers.dp_metropolis import MetropolisDP
 from sklearn_ibp.solvers.dp_no_gaps import NoGapsDP
+from sklearn_ibp.solvers.dp_retrospective import RetrospectiveDP
+from sklearn_ibp.solvers.dp_slice import SliceDP
+from sklearn_ibp.solvers.dp_truncated import TruncatedDP
 from tests._mixtures import IsotropicNormalBase, exact_partition_posterior, partition_key
 from tests.solvers.test_exact_posterior import chi_square_against
 from tests.solvers.test_prior_recovery import batch_means_se
@@ -240,6 +243,10 @@ CC_SOLVERS = [
     AuxiliaryDP(n_auxiliary=2, scheme="s"),
     NoGapsDP(),
     MetropolisDP(),
+    # The stick-breaking samplers target the same model: they must agree too.
+    SliceDP(),
+    RetrospectiveDP(),
+    TruncatedDP(truncation=40),
 ]
 
 
