@@ -418,7 +418,7 @@ class FactorAnalyzerBase(BaseMixtureComponents):
                 "covariances": self.covariances(loadings[None], psi[None])}
 
     def sample_posterior_all(self, X, labels, n_clusters, rng, params=None) -> dict:
-        """:meth:`sample_posterior` for clusters ``0 .. n_clusters - 1`` in turn."""
+        """:meth:`sample_posterior` for every cluster, ``k < n_clusters``, in turn."""
         D = self.n_features
         X = np.asarray(X, dtype=float).reshape(-1, D)
         labels = np.asarray(labels)

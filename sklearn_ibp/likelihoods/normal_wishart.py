@@ -473,7 +473,7 @@ class NormalWishartBase(BaseMixtureComponents):
         return {"means": mu[None], "precisions": S[None]}
 
     def sample_posterior_all(self, X, labels, n_clusters, rng, params=None) -> dict:
-        """Exact draws for every cluster ``0 .. n_clusters - 1``, one after the other."""
+        """Exact draws for every cluster, ``k = 0, ..., n_clusters - 1``, one by one."""
         self._check_fitted()
         X = self._check_rows(X)
         labels = np.asarray(labels)
