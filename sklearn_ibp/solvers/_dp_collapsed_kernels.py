@@ -120,25 +120,6 @@ def sweep_collapsed_nw(
 
 
 @njit(cache=True)
-def compact_labels(labels, n_slots):
-    """Renumber slot labels ``0 .. K - 1`` in order of first appearance, in place.
-
-    Returns ``old_of_new`` (K,), the slot of each new label (as :func:`relabel`).
-    """
-    new_of_old = np.full(n_slots, -1, dtype=np.int64)
-    old_of_new = np.empty(n_slots, dtype=np.int64)
-    K = 0
-    for r in range(labels.shape[0]):
-        s = labels[r]
-        if new_of_old[s] < 0:
-            new_of_old[s] = K
-            old_of_new[K] = s
-            K += 1
-        labels[r] = new_of_old[s]
-    return old_of_new[:K].copy()
-
-
-@njit(cache=True)
 def log_predictive_table(X_new, slots, prior, n_slots, out, work):
     """``out[m, s] = log p(x_m | rows of slot s)`` for ``s < n_slots`` (``-inf`` for a free
     slot) and ``out[m, n_slots] = log p(x_m)`` under ``G_0`` (eq. 3.65)."""

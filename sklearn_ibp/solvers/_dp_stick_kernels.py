@@ -2,8 +2,9 @@
 retrospective; Görür 2007, seed 002 sec. 3.2.3).
 
 The per-row work of these samplers is the same few things: the log density of a row under
-a Gaussian component, a categorical draw from unnormalised log weights, and renumbering
-the labels. Gaussian components come as ``means`` (K, D) and the upper Cholesky factors
+a Gaussian component, a categorical draw from unnormalised log weights, and the counts per
+label (renumbering is :func:`._dp_gaussian_kernels.relabel_slots`). Gaussian components
+come as ``means`` (K, D) and the upper Cholesky factors
 ``U_k = L_k^T`` of their precisions ``P_k = L_k L_k^T``, with
 ``log N(x | mu_k, P_k^{-1}) = log_norm_k - ||U_k (x - mu_k)||^2 / 2`` and
 ``log_norm_k = sum_d log L_k[d, d] - D/2 log(2 pi)``.
@@ -84,25 +85,6 @@ def draw_log_categorical(log_weights, n, rng):
         if acc > target:
             return j
     return n - 1
-
-
-@njit(cache=True)
-def relabel_first_appearance(labels, n_labels):
-    """Labels renumbered ``0 .. K - 1`` in order of first appearance (as
-    :func:`~sklearn_ibp.solvers._dp_base.relabel`, in ``O(N)``), for labels in
-    ``0 .. n_labels - 1``. Returns ``(new_labels, old_of_new)``."""
-    lookup = np.full(n_labels, -1, dtype=np.int64)
-    old_of_new = np.empty(n_labels, dtype=np.int64)
-    new = np.empty(labels.shape[0], dtype=np.int64)
-    K = 0
-    for i in range(labels.shape[0]):
-        old = labels[i]
-        if lookup[old] < 0:
-            lookup[old] = K
-            old_of_new[K] = old
-            K += 1
-        new[i] = lookup[old]
-    return new, old_of_new[:K].copy()
 
 
 @njit(cache=True)

@@ -45,10 +45,10 @@ from scipy.special import gammaln
 
 from .._slice import slice_sample
 from ._dp_base import BaseDPSolver, MixtureState, relabel
+from ._dp_gaussian_kernels import relabel_slots
 from ._dp_stick_kernels import (
     count_labels,
     gaussian_log_likelihood,
-    relabel_first_appearance,
     switch_adjacent_labels,
 )
 
@@ -256,7 +256,8 @@ class StickBreakingDPSolver(BaseDPSolver):
         occupied clusters' parameters from their posterior (a Gibbs scan from their
         current values for a conditionally conjugate base) and store the state."""
         n_represented = next(iter(represented.values())).shape[0]
-        labels, positions = relabel_first_appearance(row_positions, n_represented)
+        labels = np.array(row_positions, dtype=np.int64)
+        positions = relabel_slots(labels, n_represented)
         K = positions.size
         current = {k: v[positions] for k, v in represented.items()}
         state.params = base.sample_posterior_all(state.X, labels, K, rng, current)

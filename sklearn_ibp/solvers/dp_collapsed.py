@@ -35,7 +35,8 @@ from ..likelihoods._normal_wishart_kernels import (
 )
 from ..likelihoods.normal_wishart import NormalWishartBase
 from ._dp_base import BaseDPSolver, MixtureState, relabel
-from ._dp_collapsed_kernels import compact_labels, log_predictive_table, sweep_collapsed_nw
+from ._dp_collapsed_kernels import log_predictive_table, sweep_collapsed_nw
+from ._dp_gaussian_kernels import relabel_slots
 
 __all__ = ["CollapsedDPGibbs"]
 
@@ -237,7 +238,7 @@ class CollapsedDPGibbs(BaseDPSolver):
         """Labels ``0 .. K - 1`` in order of first appearance; slots follow their clusters."""
         st = state.stats
         if st["kernels"]:
-            old_of_new = compact_labels(state.labels, st["n_slots"])
+            old_of_new = relabel_slots(state.labels, st["n_slots"])
             K = old_of_new.shape[0]
             for array in st["slots"]:
                 array[:K] = array[old_of_new]
