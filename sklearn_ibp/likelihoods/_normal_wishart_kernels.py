@@ -55,35 +55,18 @@ RATIO_FLOOR = 1e-8
 _LOG_PI = math.log(math.pi)
 
 
-@njit(**LEAF)
-def chol_update(L, v, weight):
-    """``L L^T += weight v v^T`` in place (``weight > 0``); ``v`` is overwritten."""
+@njit(inline="always", **LEAF)
+def chol_rank_one(L, v, sign):
+    """``L L^T += sign v v^T`` in place (``sign`` is +1.0 or -1.0); ``v`` is overwritten.
+
+    False if a downdate would not leave a positive definite matrix (``L`` is then left
+    partly modified). The one rank-one Cholesky update of the package: the DP samplers'
+    :func:`~sklearn_ibp.solvers._dp_gaussian_kernels.cholesky_rank_one` calls it too.
+    """
     D = L.shape[0]
-    root = math.sqrt(weight)
-    for i in range(D):
-        v[i] *= root
     for k in range(D):
         lkk = L[k, k]
-        r = math.sqrt(lkk * lkk + v[k] * v[k])
-        c = r / lkk
-        s = v[k] / lkk
-        L[k, k] = r
-        for i in range(k + 1, D):
-            L[i, k] = (L[i, k] + s * v[i]) / c
-            v[i] = c * v[i] - s * L[i, k]
-
-
-@njit(**LEAF)
-def chol_downdate(L, v, weight):
-    """``L L^T -= weight v v^T`` in place; ``v`` is overwritten. False if the result would
-    not be positive definite (``L`` is then left partly modified)."""
-    D = L.shape[0]
-    root = math.sqrt(weight)
-    for i in range(D):
-        v[i] *= root
-    for k in range(D):
-        lkk = L[k, k]
-        r2 = lkk * lkk - v[k] * v[k]
+        r2 = lkk * lkk + sign * v[k] * v[k]
         if not r2 > 0.0:
             return False
         r = math.sqrt(r2)
@@ -91,9 +74,28 @@ def chol_downdate(L, v, weight):
         s = v[k] / lkk
         L[k, k] = r
         for i in range(k + 1, D):
-            L[i, k] = (L[i, k] - s * v[i]) / c
+            L[i, k] = (L[i, k] + sign * s * v[i]) / c
             v[i] = c * v[i] - s * L[i, k]
     return True
+
+
+@njit(**LEAF)
+def chol_update(L, v, weight):
+    """``L L^T += weight v v^T`` in place (``weight > 0``); ``v`` is overwritten."""
+    root = math.sqrt(weight)
+    for i in range(L.shape[0]):
+        v[i] *= root
+    chol_rank_one(L, v, 1.0)
+
+
+@njit(**LEAF)
+def chol_downdate(L, v, weight):
+    """``L L^T -= weight v v^T`` in place; ``v`` is overwritten. False if the result would
+    not be positive definite (``L`` is then left partly modified)."""
+    root = math.sqrt(weight)
+    for i in range(L.shape[0]):
+        v[i] *= root
+    return chol_rank_one(L, v, -1.0)
 
 
 @njit(**LEAF)

@@ -18,6 +18,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ..likelihoods._normal_wishart_kernels import chol_rank_one
+
 LOG_2PI = math.log(2.0 * math.pi)
 
 # statuses
@@ -57,26 +59,17 @@ def cholesky_rank_one(L, v, work, sign):
     """In place, ``L L^T <- L L^T + sign v v^T`` (``sign`` is +1 or -1); ``work`` is scratch.
 
     Returns ``sum log diag L`` of the result, or NaN if a downdate lost positive
-    definiteness.
+    definiteness (:func:`~sklearn_ibp.likelihoods._normal_wishart_kernels.chol_rank_one`
+    with ``v`` kept).
     """
     D = L.shape[0]
     for d in range(D):
         work[d] = v[d]
+    if not chol_rank_one(L, work, sign):
+        return np.nan
     half_logdet = 0.0
     for k in range(D):
-        lkk = L[k, k]
-        wk = work[k]
-        r2 = lkk * lkk + sign * wk * wk
-        if not r2 > 0.0:
-            return np.nan
-        r = math.sqrt(r2)
-        c = r / lkk
-        s = wk / lkk
-        L[k, k] = r
-        half_logdet += math.log(r)
-        for i in range(k + 1, D):
-            L[i, k] = (L[i, k] + sign * s * work[i]) / c
-            work[i] = c * work[i] - s * L[i, k]
+        half_logdet += math.log(L[k, k])
     return half_logdet
 
 
