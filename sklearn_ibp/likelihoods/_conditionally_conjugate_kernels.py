@@ -20,6 +20,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._normal_wishart_kernels import bartlett_factor, gram
+
 LOG_PI = math.log(math.pi)
 LOG_2PI = math.log(2.0 * math.pi)
 
@@ -272,29 +274,16 @@ def _lower_inverse(L, out):
 @njit(cache=True)
 def _bartlett(dof, M, rng, A, B, out):
     """``out ~ Wishart(dof, M M^T)`` as ``(M A)(M A)^T`` with Bartlett's lower-triangular
-    ``A``: ``A_dd^2 ~ chi^2(dof - d)`` (``d = 0 .. D-1``), ``A_de ~ N(0, 1)`` below the
-    diagonal (drawn in that order)."""
+    ``A`` (:func:`~._normal_wishart_kernels.bartlett_factor`)."""
     D = M.shape[0]
-    for d in range(D):
-        for e in range(D):
-            A[d, e] = 0.0
-        A[d, d] = math.sqrt(rng.chisquare(dof - d))
-    for d in range(D):
-        for e in range(d):
-            A[d, e] = rng.standard_normal()
+    bartlett_factor(dof, rng, A)
     for i in range(D):
         for j in range(D):
             s = 0.0
             for k in range(j, D):
                 s += M[i, k] * A[k, j]
             B[i, j] = s
-    for i in range(D):
-        for j in range(i + 1):
-            s = 0.0
-            for k in range(D):
-                s += B[i, k] * B[j, k]
-            out[i, j] = s
-            out[j, i] = s
+    gram(B, out)
 
 
 @njit(cache=True)

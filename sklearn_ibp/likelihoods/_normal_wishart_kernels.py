@@ -448,6 +448,34 @@ def prior_log_constant(prior, n_features):
 
 
 @njit(cache=True)
+def bartlett_factor(dof, rng, A):
+    """Bartlett's lower-triangular ``A`` of a ``Wishart(dof, .)`` draw, into ``A`` (D, D):
+    ``A_dd^2 ~ chi^2(dof - d)`` for ``d = 0 .. D-1``, then ``A_de ~ N(0, 1)`` below the
+    diagonal row by row (the stream of every Wishart draw of the package)."""
+    D = A.shape[0]
+    for d in range(D):
+        for e in range(D):
+            A[d, e] = 0.0
+        A[d, d] = math.sqrt(rng.chisquare(dof - d))
+    for d in range(1, D):
+        for e in range(d):
+            A[d, e] = rng.standard_normal()
+
+
+@njit(cache=True)
+def gram(B, out):
+    """``out = B B^T`` (symmetric, each entry summed over ``k`` in order)."""
+    D = B.shape[0]
+    for a in range(D):
+        for b in range(a + 1):
+            acc = 0.0
+            for k in range(D):
+                acc += B[a, k] * B[b, k]
+            out[a, b] = acc
+            out[b, a] = acc
+
+
+@njit(cache=True)
 def wishart_bartlett(nu, L, rng, S_out):
     """Draw ``S ~ Wishart(nu, V)`` into ``S_out`` given the lower factor ``L L^T = V^-1``.
 
@@ -456,12 +484,8 @@ def wishart_bartlett(nu, L, rng, S_out):
     call), so tiny matrices cost little.
     """
     D = L.shape[0]
-    A = np.zeros((D, D))
-    for d in range(D):
-        A[d, d] = math.sqrt(rng.chisquare(nu - d))
-    for a in range(1, D):
-        for b in range(a):
-            A[a, b] = rng.standard_normal()
+    A = np.empty((D, D))
+    bartlett_factor(nu, rng, A)
     # B = L^-T A: back substitution with the upper-triangular L^T, column by column.
     B = np.zeros((D, D))
     for c in range(D):
@@ -470,13 +494,7 @@ def wishart_bartlett(nu, L, rng, S_out):
             for k in range(a + 1, D):
                 acc -= L[k, a] * B[k, c]
             B[a, c] = acc / L[a, a]
-    for a in range(D):
-        for b in range(a + 1):
-            acc = 0.0
-            for k in range(D):
-                acc += B[a, k] * B[b, k]
-            S_out[a, b] = acc
-            S_out[b, a] = acc
+    gram(B, S_out)
     return A
 
 
