@@ -59,27 +59,18 @@ def _beta_prior_rate(n_features):
 
 
 def _sample_wishart(dof, factor, rng):
-    """Draws ``S ~ Wishart(dof, M M^T)`` by Bartlett's decomposition ``S = M A A^T M^T``.
-
-    Parameters
-    ----------
-    dof : ndarray of shape (n,)
-        Degrees of freedom, each larger than ``D - 1``.
-    factor : ndarray of shape (n, D, D) or (D, D)
-        Any ``M`` with ``M M^T`` the scale matrix (``E[S] = dof M M^T``).
-    rng : numpy.random.Generator
-        Draws the ``n D`` chi-squares, then the ``n D (D - 1) / 2`` normals.
-    """
-    dof = np.asarray(dof, dtype=float)
-    n = dof.shape[0]
-    D = factor.shape[-1]
+    """One draw ``S ~ Wishart(dof, M M^T)`` by Bartlett's decomposition ``S = M A A^T M^T``
+    (``factor`` is ``M``, so ``E[S] = dof M M^T``): the D chi-squares, then the
+    ``D (D - 1) / 2`` normals below the diagonal (the hyperparameter updates of this base
+    and of :class:`~sklearn_ibp.likelihoods.FactorAnalyzerBase`)."""
+    D = factor.shape[0]
     idx = np.arange(D)
-    A = np.zeros((n, D, D))
-    A[:, idx, idx] = np.sqrt(rng.chisquare(dof[:, None] - idx[None, :]))
+    A = np.zeros((D, D))
+    A[idx, idx] = np.sqrt(rng.chisquare(dof - idx))
     rows, cols = np.tril_indices(D, -1)
-    A[:, rows, cols] = rng.standard_normal((n, rows.size))
-    B = np.matmul(factor, A)
-    return np.matmul(B, np.swapaxes(B, 1, 2))
+    A[rows, cols] = rng.standard_normal(rows.size)
+    B = factor @ A
+    return B @ B.T
 
 
 def _inverse_factor(matrices):
@@ -449,11 +440,10 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         L = np.linalg.cholesky(P)
         xi = np.linalg.solve(P, b) + np.linalg.solve(L.T, rng.standard_normal(D))
         dev = means - xi
-        R = _sample_wishart(np.array([D + K], dtype=float),
-                            _inverse_factor(D * self.data_cov + dev.T @ dev)[None], rng)[0]
+        R = _sample_wishart(float(D + K), _inverse_factor(D * self.data_cov + dev.T @ dev),
+                            rng)
         W_scale_inv = D * self.data_precision + self.beta * S.sum(axis=0)
-        W = _sample_wishart(np.array([D + K * self.beta]), _inverse_factor(W_scale_inv)[None],
-                            rng)[0]
+        W = _sample_wishart(D + K * self.beta, _inverse_factor(W_scale_inv), rng)
         self.xi, self.R, self.W = xi, 0.5 * (R + R.T), 0.5 * (W + W.T)
         offset = D - 1.0
 

@@ -82,6 +82,7 @@ from .._slice import slice_sample
 from ._conditionally_conjugate_kernels import log_mean_density_cov
 from ._factor_analyzer_kernels import factor_log_density, scan_factor_analyser
 from ._mixture_base import BaseMixtureComponents
+from .conditionally_conjugate import _inverse_factor, _sample_wishart
 
 __all__ = ["FactorAnalyzerBase", "column_signal_to_noise", "effective_latent_dimensions"]
 
@@ -125,25 +126,6 @@ def column_signal_to_noise(params) -> np.ndarray:
     loadings = np.asarray(params["loadings"], dtype=float)
     psi = np.asarray(params["uniquenesses"], dtype=float)
     return np.einsum("kdj,kd->kj", loadings**2, 1.0 / psi)
-
-
-def _wishart_draw(dof, factor, rng):
-    """One draw of ``Wishart(dof, F F^T)`` by Bartlett's decomposition (``E = dof F F^T``):
-    D chi-squares, then the ``D (D - 1) / 2`` normals below the diagonal."""
-    D = factor.shape[0]
-    idx = np.arange(D)
-    A = np.zeros((D, D))
-    A[idx, idx] = np.sqrt(rng.chisquare(dof - idx))
-    rows, cols = np.tril_indices(D, -1)
-    A[rows, cols] = rng.standard_normal(rows.size)
-    B = factor @ A
-    return B @ B.T
-
-
-def _inverse_factor(M):
-    """``L^{-T}`` for ``L = chol(M)``: a factor ``F`` with ``F F^T = M^{-1}``."""
-    L = np.linalg.cholesky(M)
-    return np.linalg.inv(L).T
 
 
 def _gaussian_draw(precision, linear, rng):
@@ -539,7 +521,7 @@ class FactorAnalyzerBase(BaseMixtureComponents):
         xi = _gaussian_draw(P, self.data_precision @ self.data_mean
                             + self.R @ means.sum(axis=0), rng)
         dev = means - xi
-        R = _wishart_draw(D + K, _inverse_factor(D * self.data_cov + dev.T @ dev), rng)
+        R = _sample_wishart(D + K, _inverse_factor(D * self.data_cov + dev.T @ dev), rng)
         tau = 1.0 / psi
         w = rng.gamma(0.5 + K * self.beta, 1.0 / (1.0 / self.data_var
                                                   + self.beta * tau.sum(axis=0)))
