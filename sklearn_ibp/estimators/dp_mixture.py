@@ -269,9 +269,12 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
             for k in range(state.n_clusters):
                 log_joint += base.log_marginal(state.X[state.labels == k])
         else:
+            # Each row under its own cluster only: O(N D^2), not the (N, K) matrix.
             params = solver.cluster_parameters(state, base, None)
-            loglik = base.log_likelihood(state.X, params)
-            log_joint += float(loglik[np.arange(state.X.shape[0]), state.labels].sum())
+            for k in range(state.n_clusters):
+                rows = state.X[state.labels == k]
+                one = {name: value[k : k + 1] for name, value in params.items()}
+                log_joint += float(base.log_likelihood(rows, one).sum())
         return float(log_joint)
 
     def _trace_values(self, state, log_joint):
