@@ -12,7 +12,8 @@ import math
 import numpy as np
 from numba import njit
 
-from ._dp_stick_kernels import draw_log_categorical, gaussian_log_density
+from ._dp_gaussian_kernels import NEGLIGIBLE_LOG_WEIGHT, draw_index
+from ._dp_stick_kernels import gaussian_log_density
 
 
 @njit(cache=True)
@@ -79,5 +80,5 @@ def sample_slice_labels(
                 buf[n] = log_prior_weight[j] + loglik[i, j]
                 candidates[n] = j
                 n += 1
-        out[i] = candidates[draw_log_categorical(buf, n, rng)]
+        out[i] = candidates[draw_index(buf, n, rng, NEGLIGIBLE_LOG_WEIGHT)]
     return out

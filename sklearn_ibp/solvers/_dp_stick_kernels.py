@@ -2,10 +2,11 @@
 retrospective; Görür 2007, seed 002 sec. 3.2.3).
 
 The per-row work of these samplers is the same few things: the log density of a row under
-a Gaussian component, a categorical draw from unnormalised log weights, and the counts per
-label (renumbering is :func:`._dp_gaussian_kernels.relabel_slots`). Gaussian components
-come as ``means`` (K, D) and the upper Cholesky factors
-``U_k = L_k^T`` of their precisions ``P_k = L_k L_k^T``, with
+a Gaussian component, a categorical draw from unnormalised log weights
+(:func:`._dp_gaussian_kernels.draw_index` with ``NEGLIGIBLE_LOG_WEIGHT``) and renumbering
+the labels (:func:`._dp_gaussian_kernels.relabel_slots`). Gaussian components come as
+``means`` (K, D) and the upper Cholesky factors ``U_k = L_k^T`` of their precisions
+``P_k = L_k L_k^T``, with
 ``log N(x | mu_k, P_k^{-1}) = log_norm_k - ||U_k (x - mu_k)||^2 / 2`` and
 ``log_norm_k = sum_d log L_k[d, d] - D/2 log(2 pi)``.
 
@@ -50,41 +51,6 @@ def gaussian_log_likelihood(X, means, upper, log_norm):
         for k in range(K):
             out[i, k] = gaussian_log_density(X, i, means, upper, log_norm, k)
     return out
-
-
-#: Weights below ``exp(NEGLIGIBLE_LOG_WEIGHT)`` (4e-18) of the largest are taken as zero in
-#: categorical draws: together they could move the probabilities by less than the float64
-#: resolution of the normaliser (``n * 4e-18`` against ``2^-53 = 1.1e-16``), and skipping
-#: their ``exp`` (10-15 ns each, 100 ns in the subnormal range) is most of the speed of a
-#: draw among many components.
-NEGLIGIBLE_LOG_WEIGHT = -40.0
-
-
-@njit(cache=True, inline="always")
-def draw_log_categorical(log_weights, n, rng):
-    """An index in ``0 .. n - 1`` drawn with probability proportional to
-    ``exp(log_weights[:n])``, by one uniform and the inverse CDF.
-
-    ``log_weights[:n]`` is overwritten with the weights scaled by their largest (those
-    below ``exp(NEGLIGIBLE_LOG_WEIGHT)`` of it set to zero).
-    """
-    best = -np.inf
-    for j in range(n):
-        if log_weights[j] > best:
-            best = log_weights[j]
-    total = 0.0
-    for j in range(n):
-        d = log_weights[j] - best
-        w = math.exp(d) if d > NEGLIGIBLE_LOG_WEIGHT else 0.0
-        log_weights[j] = w
-        total += w
-    target = rng.random() * total
-    acc = 0.0
-    for j in range(n - 1):
-        acc += log_weights[j]
-        if acc > target:
-            return j
-    return n - 1
 
 
 @njit(cache=True)

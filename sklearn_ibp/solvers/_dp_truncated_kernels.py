@@ -8,7 +8,8 @@ Given the weights and the parameters of all ``M`` components the labels are inde
 import numpy as np
 from numba import njit
 
-from ._dp_stick_kernels import draw_log_categorical, gaussian_log_density
+from ._dp_gaussian_kernels import NEGLIGIBLE_LOG_WEIGHT, draw_index
+from ._dp_stick_kernels import gaussian_log_density
 
 
 @njit(cache=True)
@@ -39,5 +40,5 @@ def sample_truncated_labels(X, log_pi, gaussian, means, upper, log_norm, loglik,
         else:
             for k in range(M):
                 buf[k] = log_pi[k] + loglik[i, k]
-        out[i] = draw_log_categorical(buf, M, rng)
+        out[i] = draw_index(buf, M, rng, NEGLIGIBLE_LOG_WEIGHT)
     return out

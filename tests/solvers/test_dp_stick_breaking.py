@@ -20,12 +20,15 @@ from scipy.stats import chi2, gamma, kstest, multivariate_normal
 
 from sklearn_ibp.likelihoods._mixture_base import BaseMixtureComponents
 from sklearn_ibp.solvers._dp_base import relabel
-from sklearn_ibp.solvers._dp_gaussian_kernels import relabel_slots
+from sklearn_ibp.solvers._dp_gaussian_kernels import (
+    NEGLIGIBLE_LOG_WEIGHT,
+    draw_index,
+    relabel_slots,
+)
 from sklearn_ibp.solvers._dp_retrospective_kernels import retrospective_pass
 from sklearn_ibp.solvers._dp_slice_kernels import draw_log_slices, sample_slice_labels
 from sklearn_ibp.solvers._dp_stick_kernels import (
     count_labels,
-    draw_log_categorical,
     gaussian_log_likelihood,
     switch_adjacent_labels,
 )
@@ -207,21 +210,23 @@ def test_gaussian_log_likelihood_matches_scipy(D):
     np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
 
 
-def test_draw_log_categorical_matches_reference():
+def test_draw_index_with_floor_matches_reference():
     rng = np.random.default_rng(1)
     draws, expected = [], []
     for trial in range(300):
         log_w = rng.normal(scale=3.0, size=6)
         log_w[trial % 6] = -np.inf  # a component with zero weight is never drawn
         seed = int(rng.integers(1 << 30))
-        draws.append(draw_log_categorical(log_w.copy(), 5, np.random.default_rng(seed)))
+        draws.append(draw_index(log_w.copy(), 5, np.random.default_rng(seed),
+                                NEGLIGIBLE_LOG_WEIGHT))
         expected.append(_reference_categorical(log_w[:5], np.random.default_rng(seed)))
     assert draws == expected
     assert len(set(draws)) == 5
     # Frequencies, and one uniform per draw.
     rng = np.random.default_rng(2)
     log_w = np.log([0.1, 0.6, 0.3])
-    freq = np.bincount([draw_log_categorical(log_w.copy(), 3, rng) for _ in range(20000)])
+    freq = np.bincount([draw_index(log_w.copy(), 3, rng, NEGLIGIBLE_LOG_WEIGHT)
+                        for _ in range(20000)])
     np.testing.assert_allclose(freq / 20000, [0.1, 0.6, 0.3], atol=0.015)
 
 
