@@ -20,7 +20,12 @@ import math
 import numpy as np
 from numba import njit
 
-from ._normal_wishart_kernels import bartlett_factor, gram
+from ._normal_wishart_kernels import (
+    bartlett_factor,
+    gram,
+    solve_lower_in_place,
+    solve_lower_transpose_in_place,
+)
 
 LOG_PI = math.log(math.pi)
 LOG_2PI = math.log(2.0 * math.pi)
@@ -131,19 +136,25 @@ def cholesky_lower(A, L):
 
 
 @njit(cache=True)
-def _lower_inverse_gram(L, out, tmp):
-    """``out = (L L^T)^{-1}`` from the lower factor ``L`` (``tmp`` is scratch, D x D)."""
+def _lower_inverse(L, out):
+    """``out = L^{-1}`` for a lower-triangular ``L``."""
     D = L.shape[0]
-    # tmp = L^{-1}
     for j in range(D):
         for i in range(D):
-            tmp[i, j] = 0.0
-        tmp[j, j] = 1.0 / L[j, j]
+            out[i, j] = 0.0
+        out[j, j] = 1.0 / L[j, j]
         for i in range(j + 1, D):
             s = 0.0
             for k in range(j, i):
-                s -= L[i, k] * tmp[k, j]
-            tmp[i, j] = s / L[i, i]
+                s -= L[i, k] * out[k, j]
+            out[i, j] = s / L[i, i]
+
+
+@njit(cache=True)
+def _lower_inverse_gram(L, out, tmp):
+    """``out = (L L^T)^{-1}`` from the lower factor ``L`` (``tmp`` is scratch, D x D)."""
+    D = L.shape[0]
+    _lower_inverse(L, tmp)
     for i in range(D):
         for j in range(i + 1):
             s = 0.0
@@ -202,16 +213,8 @@ def predictive_given_precision(precision, precision_inv, count, total, R, R_xi, 
     if np.isnan(cholesky_lower(P, LP)):
         return np.nan
     # mean = P^{-1} b by two triangular solves
-    for d in range(D):
-        s = mean_out[d]
-        for e in range(d):
-            s -= LP[d, e] * mean_out[e]
-        mean_out[d] = s / LP[d, d]
-    for d in range(D - 1, -1, -1):
-        s = mean_out[d]
-        for e in range(d + 1, D):
-            s -= LP[e, d] * mean_out[e]
-        mean_out[d] = s / LP[d, d]
+    solve_lower_in_place(LP, mean_out, D)
+    solve_lower_transpose_in_place(LP, mean_out, D)
     _lower_inverse_gram(LP, cov, tmp)  # cov = P^{-1}
     for d in range(D):
         for e in range(D):
@@ -254,21 +257,6 @@ def log_mean_density_cov(X, mean, cov_chols, half_logdets, out):
         for j in range(J):
             total += math.exp(values[j] - best)
         out[n] = best + math.log(total) - log_j
-
-
-@njit(cache=True)
-def _lower_inverse(L, out):
-    """``out = L^{-1}`` for a lower-triangular ``L``."""
-    D = L.shape[0]
-    for j in range(D):
-        for i in range(D):
-            out[i, j] = 0.0
-        out[j, j] = 1.0 / L[j, j]
-        for i in range(j + 1, D):
-            s = 0.0
-            for k in range(j, i):
-                s -= L[i, k] * out[k, j]
-            out[i, j] = s / L[i, i]
 
 
 @njit(cache=True)
@@ -327,7 +315,6 @@ def sample_means_given_precisions(counts, sums, precisions, R, R_xi, rng, out):
     P = np.empty((D, D))
     L = np.empty((D, D))
     m = np.empty(D)
-    z = np.empty(D)
     for k in range(out.shape[0]):
         for d in range(D):
             s = R_xi[d]
@@ -336,16 +323,8 @@ def sample_means_given_precisions(counts, sums, precisions, R, R_xi, rng, out):
                 s += precisions[k, d, e] * sums[k, e]
             m[d] = s
         cholesky_lower(P, L)
-        for d in range(D):
-            s = m[d]
-            for e in range(d):
-                s -= L[d, e] * m[e]
-            m[d] = s / L[d, d]
-        for d in range(D):
-            z[d] = m[d] + rng.standard_normal()
+        solve_lower_in_place(L, m, D)
         # mean + noise = L^{-T} (L^{-1} b + z)
-        for d in range(D - 1, -1, -1):
-            s = z[d]
-            for e in range(d + 1, D):
-                s -= L[e, d] * out[k, e]
-            out[k, d] = s / L[d, d]
+        for d in range(D):
+            out[k, d] = m[d] + rng.standard_normal()
+        solve_lower_transpose_in_place(L, out[k], D)

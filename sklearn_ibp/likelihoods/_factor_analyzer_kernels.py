@@ -21,6 +21,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._normal_wishart_kernels import solve_lower_in_place, solve_lower_transpose_in_place
+
 LOG_2PI = math.log(2.0 * math.pi)
 
 
@@ -95,16 +97,8 @@ def factor_log_density(X, means, loadings, uniquenesses, out):
                 for d in range(D):
                     s += loadings[k, d, a] * inv_psi[d] * r[d]
                 t[a] = s
-            for a in range(q):
-                s = t[a]
-                for b in range(a):
-                    s -= M[a, b] * t[b]
-                t[a] = s / M[a, a]
-            for a in range(q - 1, -1, -1):
-                s = t[a]
-                for b in range(a + 1, q):
-                    s -= M[b, a] * t[b]
-                t[a] = s / M[a, a]
+            solve_lower_in_place(M, t, q)
+            solve_lower_transpose_in_place(M, t, q)
             quad = 0.0
             for a in range(q):
                 quad += t[a] * t[a]
@@ -114,26 +108,6 @@ def factor_log_density(X, means, loadings, uniquenesses, out):
                     e -= loadings[k, d, a] * t[a]
                 quad += e * e * inv_psi[d]
             out[i, k] = constant - 0.5 * quad
-
-
-@njit(cache=True)
-def _solve_lower(L, b, n):
-    """``b <- L^{-1} b`` for the lower-triangular leading n x n block of ``L``."""
-    for a in range(n):
-        s = b[a]
-        for c in range(a):
-            s -= L[a, c] * b[c]
-        b[a] = s / L[a, a]
-
-
-@njit(cache=True)
-def _solve_upper_transposed(L, b, n):
-    """``b <- L^{-T} b`` for the lower-triangular leading n x n block of ``L``."""
-    for a in range(n - 1, -1, -1):
-        s = b[a]
-        for c in range(a + 1, n):
-            s -= L[c, a] * b[c]
-        b[a] = s / L[a, a]
 
 
 @njit(cache=True)
@@ -273,10 +247,10 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
             for d in range(D):
                 s += loadings[d, a] * (X[i, d] - mean[d]) / psi[d]
             t[a] = s
-        _solve_lower(M, t, q)
+        solve_lower_in_place(M, t, q)
         for a in range(q):
             t[a] += rng.standard_normal()
-        _solve_upper_transposed(M, t, q)
+        solve_lower_transpose_in_place(M, t, q)
         for a in range(q):
             z[i, a] = t[a]
     # 2. (psi_d, Lambda_d) jointly, dimension by dimension (Normal-Gamma given z):
@@ -298,8 +272,8 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
     for d in range(D):
         for a in range(q):
             m[a] = zc[a, d]
-        _solve_lower(A, m, q)
-        _solve_upper_transposed(A, m, q)
+        solve_lower_in_place(A, m, q)
+        solve_lower_transpose_in_place(A, m, q)
         rss = 0.0
         for i in range(n):
             e = X[i, d] - mean[d]
@@ -314,7 +288,7 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
         sd = math.sqrt(psi[d])
         for a in range(q):
             t[a] = sd * rng.standard_normal()
-        _solve_upper_transposed(A, t, q)
+        solve_lower_transpose_in_place(A, t, q)
         for a in range(q):
             loadings[d, a] = m[a] + t[a]
     # 2b. rotations of column pairs (the factors and the ARD precisions integrated out)
@@ -342,7 +316,7 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
     for d in range(D):
         for a in range(q):
             t[a] = loadings[d, a] / psi[d]
-        _solve_lower(M, t, q)
+        solve_lower_in_place(M, t, q)
         for a in range(q):
             B[d, a] = t[a]
     total = np.zeros(D)
@@ -367,9 +341,9 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
             P[d, e] = n * Sinv[d, e] + R[d, e]
         lin[d] = s
     _cholesky_in_place(P, D)
-    _solve_lower(P, lin, D)
+    solve_lower_in_place(P, lin, D)
     for d in range(D):
         lin[d] += rng.standard_normal()
-    _solve_upper_transposed(P, lin, D)
+    solve_lower_transpose_in_place(P, lin, D)
     for d in range(D):
         mean[d] = lin[d]

@@ -555,27 +555,37 @@ def cholesky_lower(A):
     return L, True
 
 
+@njit(cache=True, inline="always")
+def solve_lower_in_place(L, b, n):
+    """``b <- L^{-1} b`` for the lower-triangular leading n x n block of ``L``."""
+    for a in range(n):
+        s = b[a]
+        for c in range(a):
+            s -= L[a, c] * b[c]
+        b[a] = s / L[a, a]
+
+
+@njit(cache=True, inline="always")
+def solve_lower_transpose_in_place(L, b, n):
+    """``b <- L^{-T} b`` for the lower-triangular leading n x n block of ``L``."""
+    for a in range(n - 1, -1, -1):
+        s = b[a]
+        for c in range(a + 1, n):
+            s -= L[c, a] * b[c]
+        b[a] = s / L[a, a]
+
+
 @njit(cache=True)
 def solve_lower(L, b):
     """``L^-1 b`` for lower-triangular ``L``."""
-    D = L.shape[0]
-    x = np.empty(D)
-    for a in range(D):
-        acc = b[a]
-        for k in range(a):
-            acc -= L[a, k] * x[k]
-        x[a] = acc / L[a, a]
+    x = b.copy()
+    solve_lower_in_place(L, x, L.shape[0])
     return x
 
 
 @njit(cache=True)
 def solve_lower_transpose(L, b):
     """``L^-T b`` for lower-triangular ``L``."""
-    D = L.shape[0]
-    x = np.empty(D)
-    for a in range(D - 1, -1, -1):
-        acc = b[a]
-        for k in range(a + 1, D):
-            acc -= L[k, a] * x[k]
-        x[a] = acc / L[a, a]
+    x = b.copy()
+    solve_lower_transpose_in_place(L, x, L.shape[0])
     return x
