@@ -35,19 +35,17 @@ from ..likelihoods._conditionally_conjugate_kernels import (
 )
 from ._dp_gaussian_kernels import (
     DONE,
-    N_FREE,
     N_SLOTS,
-    NEED_CAPACITY,
-    NEED_PRIOR,
     POOL_POS,
     POS,
     active_log_weights,
     cholesky_rank_one,
     copy_component,
+    destination_slot,
     draw_index,
     gaussian_log_density,
     release_slot,
-    take_slot,
+    row_status,
 )
 
 
@@ -65,10 +63,9 @@ def sweep_auxiliary_both(X, labels, order, counts, means, precisions, chols, hal
     log_aux = log_alpha - math.log(n_aux)
     p = ctr[POS]
     while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        if ctr[POOL_POS] + n_aux > n_pool:
-            return NEED_PRIOR
+        status = row_status(ctr, cap, n_aux, n_pool)
+        if status != DONE:
+            return status
         i = order[p]
         x = X[i]
         k_old = labels[i]
@@ -98,7 +95,7 @@ def sweep_auxiliary_both(X, labels, order, counts, means, precisions, chols, hal
             counts[k_old] = 1
         else:
             j = c - n_slots
-            slot = k_old if singleton else take_slot(free, ctr)
+            slot = destination_slot(c, n_slots, singleton, k_old, free, ctr)
             q = aux_index[j]
             copy_component(means, precisions, chols, half_logdets, slot, pool_means[q],
                            pool_precisions[q], aux_chols[j], aux_half_logdets[j])
@@ -156,10 +153,9 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
     scratch = work[1]
     p = ctr[POS]
     while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        if ctr[POOL_POS] + n_aux > n_pool:
-            return NEED_PRIOR
+        status = row_status(ctr, cap, n_aux, n_pool)
+        if status != DONE:
+            return status
         i = order[p]
         x = X[i]
         k_old = labels[i]
@@ -202,12 +198,8 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
             p += 1
             ctr[POS] = p
             continue
-        if c < n_slots:
-            slot = c
-            if singleton:
-                release_slot(free, ctr, k_old)
-        else:
-            slot = k_old if singleton else take_slot(free, ctr)
+        slot = destination_slot(c, n_slots, singleton, k_old, free, ctr)
+        if c >= n_slots:
             q = aux_index[c - n_slots]
             for d in range(D):
                 means[slot, d] = pool_means[q, d]
@@ -245,10 +237,9 @@ def sweep_auxiliary_s(X, labels, order, counts, precisions, precision_invs, sums
     log_aux = log_alpha - math.log(n_aux)
     p = ctr[POS]
     while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        if ctr[POOL_POS] + n_aux > n_pool:
-            return NEED_PRIOR
+        status = row_status(ctr, cap, n_aux, n_pool)
+        if status != DONE:
+            return status
         i = order[p]
         x = X[i]
         k_old = labels[i]
@@ -298,12 +289,8 @@ def sweep_auxiliary_s(X, labels, order, counts, precisions, precision_invs, sums
             p += 1
             ctr[POS] = p
             continue
-        if c < n_slots:
-            slot = c
-            if singleton:
-                release_slot(free, ctr, k_old)
-        else:
-            slot = k_old if singleton else take_slot(free, ctr)
+        slot = destination_slot(c, n_slots, singleton, k_old, free, ctr)
+        if c >= n_slots:
             j = c - n_slots
             _copy_matrix(pool_precisions[aux_index[j]], precisions[slot])
             _copy_matrix(aux_invs[j], precision_invs[slot])

@@ -152,6 +152,30 @@ def release_slot(free, ctr, slot):
     ctr[N_FREE] += 1
 
 
+@njit(cache=True, inline="always")
+def row_status(ctr, capacity, pool_needed, n_pool):
+    """Whether a sweep can take its next row: ``NEED_CAPACITY`` if a new cluster would find
+    no slot among ``capacity``, ``NEED_PRIOR`` if the pool (``n_pool`` draws) holds fewer
+    than ``pool_needed`` unused draws, else ``DONE``."""
+    if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= capacity:
+        return NEED_CAPACITY
+    if ctr[POOL_POS] + pool_needed > n_pool:
+        return NEED_PRIOR
+    return DONE
+
+
+@njit(cache=True, inline="always")
+def destination_slot(c, n_slots, singleton, k_old, free, ctr):
+    """The slot of a row that drew ``c`` and left slot ``k_old`` (``singleton``: it was
+    the only row there): the existing cluster ``c < n_slots`` (the row's emptied slot is
+    freed), else a new cluster in the row's own emptied slot or a slot taken for it."""
+    if c < n_slots:
+        if singleton:
+            release_slot(free, ctr, k_old)
+        return c
+    return k_old if singleton else take_slot(free, ctr)
+
+
 @njit(cache=True)
 def copy_component(means, precisions, chols, half_logdets, slot,
                    src_mean, src_precision, src_chol, src_half_logdet):

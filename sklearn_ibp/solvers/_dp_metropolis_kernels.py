@@ -8,10 +8,6 @@ from numba import njit
 from ..likelihoods._conditionally_conjugate_kernels import cholesky_lower
 from ._dp_gaussian_kernels import (
     DONE,
-    N_FREE,
-    N_SLOTS,
-    NEED_CAPACITY,
-    NEED_PRIOR,
     POOL_POS,
     POS,
     active_log_weights,
@@ -19,6 +15,7 @@ from ._dp_gaussian_kernels import (
     draw_index,
     gaussian_log_density,
     release_slot,
+    row_status,
     take_slot,
 )
 
@@ -49,10 +46,9 @@ def metropolis_pass_gaussian(X, labels, order, counts, means, precisions, chols,
     n_pool = pool_means.shape[0]
     p = ctr[POS]
     while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        if ctr[POOL_POS] >= n_pool:
-            return NEED_PRIOR
+        status = row_status(ctr, cap, 1, n_pool)
+        if status != DONE:
+            return status
         i = order[p]
         x = X[i]
         k = labels[i]

@@ -10,16 +10,14 @@ from ._dp_gaussian_kernels import (
     DONE,
     N_ACTIVE,
     N_EMPTY,
-    N_FREE,
     N_SLOTS,
-    NEED_CAPACITY,
-    NEED_PRIOR,
     POOL_POS,
     POS,
     active_log_weights,
     copy_component,
     draw_index,
     gaussian_log_density,
+    row_status,
     take_slot,
 )
 
@@ -54,10 +52,9 @@ def sweep_no_gaps_gaussian(X, labels, order, counts, means, precisions, chols, h
     n_pool = pool_means.shape[0]
     p = ctr[POS]
     while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        if ctr[POOL_POS] >= n_pool:
-            return NEED_PRIOR
+        status = row_status(ctr, cap, 1, n_pool)
+        if status != DONE:
+            return status
         i = order[p]
         x = X[i]
         k_old = labels[i]
