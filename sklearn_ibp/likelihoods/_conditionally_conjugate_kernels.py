@@ -78,6 +78,20 @@ def t_log_constant(beta, count, n_features, log_det_w):
     )
 
 
+@njit(cache=True, inline="always")
+def whitened_norm2(x, mean, L, y):
+    """``|L^{-1} (x - mean)|^2`` for a lower-triangular ``L``; ``y`` (D,) receives
+    ``L^{-1} (x - mean)``."""
+    quad = 0.0
+    for d in range(x.shape[0]):
+        s = x[d] - mean[d]
+        for e in range(d):
+            s -= L[d, e] * y[e]
+        y[d] = s / L[d, d]
+        quad += y[d] * y[d]
+    return quad
+
+
 @njit(cache=True)
 def log_predictive_given_mean(x, mean, w_chol, log_constant, nu, y):
     """Eq. 3.66: ``log p(x | rows of the cluster, mu)`` with the precision integrated out.
@@ -99,14 +113,7 @@ def log_predictive_given_mean(x, mean, w_chol, log_constant, nu, y):
     ``|W* + v v^T| = |W*| (1 + v^T W*^{-1} v)`` turns eq. 3.66 into
     ``log_constant - (nu + 1)/2 log(1 + |L^{-1} v|^2)`` with ``v = x - mu``.
     """
-    D = x.shape[0]
-    quad = 0.0
-    for d in range(D):
-        s = x[d] - mean[d]
-        for e in range(d):
-            s -= w_chol[d, e] * y[e]
-        y[d] = s / w_chol[d, d]
-        quad += y[d] * y[d]
+    quad = whitened_norm2(x, mean, w_chol, y)
     return log_constant - 0.5 * (nu + 1.0) * math.log1p(quad)
 
 
@@ -227,13 +234,7 @@ def gaussian_log_density_cov(x, mean, cov_chol, half_logdet_cov, y):
     """``log N(x | mean, C)`` from the lower Cholesky factor of the covariance ``C``
     (``y`` is scratch of length D)."""
     D = x.shape[0]
-    quad = 0.0
-    for d in range(D):
-        s = x[d] - mean[d]
-        for e in range(d):
-            s -= cov_chol[d, e] * y[e]
-        y[d] = s / cov_chol[d, d]
-        quad += y[d] * y[d]
+    quad = whitened_norm2(x, mean, cov_chol, y)
     return -half_logdet_cov - 0.5 * quad - 0.5 * D * LOG_2PI
 
 

@@ -198,6 +198,21 @@ def rotate_loading_columns(loadings, psi, ard_shape, ard_rate, rng):
 
 
 @njit(cache=True)
+def _factor_precision_cholesky(loadings, psi, M):
+    """``M <-`` the lower Cholesky factor of ``I + Lambda^T Psi^{-1} Lambda`` (q, q), the
+    factors' posterior precision given one row (``loadings`` (D, q), ``psi`` (D,))."""
+    D, q = loadings.shape
+    for a in range(q):
+        for b in range(a + 1):
+            s = 0.0
+            for d in range(D):
+                s += loadings[d, a] * loadings[d, b] / psi[d]
+            M[a, b] = s
+        M[a, a] += 1.0
+    _cholesky_in_place(M, q)
+
+
+@njit(cache=True)
 def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shape, ard_rate,
                          psi_low, psi_high, ard_low, ard_high, rng):
     """One Gibbs scan of one cluster's factor-analyser parameters given its rows, in place.
@@ -233,14 +248,7 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
     t = np.empty(q)
     z = np.empty((n, q))
     # 1. factors: z_i = M^{-1} Lambda^T Psi^{-1} r_i + L^{-T} eps = L^{-T} (L^{-1} t_i + eps)
-    for a in range(q):
-        for b in range(a + 1):
-            s = 0.0
-            for d in range(D):
-                s += loadings[d, a] * loadings[d, b] / psi[d]
-            M[a, b] = s
-        M[a, a] += 1.0
-    _cholesky_in_place(M, q)
+    _factor_precision_cholesky(loadings, psi, M)
     for i in range(n):
         for a in range(q):
             s = 0.0
@@ -304,14 +312,7 @@ def scan_factor_analyser(X, mean, loadings, psi, ard, beta, w, R, R_xi, ard_shap
     #    P = n Sigma^{-1} + R, mu = P^{-1} (Sigma^{-1} sum_i x_i + R xi) + L_P^{-T} eps, with
     #    Sigma^{-1} = Psi^{-1} - B B^T, B = Psi^{-1} Lambda L_M^{-T} (Woodbury; stays accurate
     #    when the loadings dwarf the noise, where a factor of Sigma itself would not)
-    for a in range(q):
-        for b in range(a + 1):
-            s = 0.0
-            for d in range(D):
-                s += loadings[d, a] * loadings[d, b] / psi[d]
-            M[a, b] = s
-        M[a, a] += 1.0
-    _cholesky_in_place(M, q)
+    _factor_precision_cholesky(loadings, psi, M)
     B = np.empty((D, q))
     for d in range(D):
         for a in range(q):
