@@ -21,9 +21,13 @@ import numpy as np
 
 from ._dp_base import BaseDPSolver, MixtureState, relabel
 from ._dp_gaussian_kernels import (
+    DONE,
     N_ACTIVE,
     N_CTR,
     N_SLOTS,
+    NEED_CAPACITY,
+    NEED_POSTERIOR,
+    NEED_PRIOR,
     POOL_POS,
     relabel_slots,
 )
@@ -104,6 +108,24 @@ class GaussianSlots:
             bigger[: self._cap] = a
             self.arrays[name] = bigger
         self._cap = new_cap
+
+    def run(self, sweep, n_extra=None, refill=None, posterior=None):
+        """Call ``sweep(arrays, log_weights)`` until the kernel returns ``DONE``: on
+        ``NEED_CAPACITY`` the arrays grow, on ``NEED_PRIOR`` and ``NEED_POSTERIOR``
+        ``refill()`` and ``posterior()`` supply the draws. ``log_weights`` is a fresh
+        (capacity + ``n_extra``,) array each call, or None without ``n_extra``."""
+        while True:
+            arrays = self.arrays
+            log_weights = None if n_extra is None else np.empty(self._cap + n_extra)
+            status = sweep(arrays, log_weights)
+            if status == DONE:
+                return
+            if status == NEED_CAPACITY:
+                self.grow()
+            elif status == NEED_PRIOR:
+                refill()
+            elif status == NEED_POSTERIOR:
+                posterior()
 
     def set_component(self, slot, mean, precision):
         """Write a component drawn by the base into ``slot``."""

@@ -36,7 +36,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..likelihoods._conditionally_conjugate_kernels import predictive_given_precision
 from ._dp_auxiliary_kernels import sweep_auxiliary_both, sweep_auxiliary_mu, sweep_auxiliary_s
-from ._dp_gaussian_kernels import DONE, NEED_CAPACITY, NEED_PRIOR, POOL_POS, POS
+from ._dp_gaussian_kernels import POOL_POS, POS
 from ._dp_neal import GenericSlots, NealDPSolver, PriorPool, draw_index_py, is_gaussian
 
 __all__ = ["AuxiliaryDP"]
@@ -115,20 +115,11 @@ class AuxiliaryDP(NealDPSolver):
         aux_half_logdets = np.zeros(m)
         aux_index = np.zeros(m, dtype=np.int64)
         log_alpha = float(np.log(state.alpha))
-        while True:
-            a = slots.arrays
-            log_weights = np.empty(slots.capacity + m)
-            status = sweep_auxiliary_both(
-                X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
-                a["half_logdets"], a["free"], pool.means, pool.precisions, log_alpha, m,
-                slots.ctr, log_weights, aux_chols, aux_half_logdets, aux_index, rng,
-            )
-            if status == DONE:
-                break
-            if status == NEED_CAPACITY:
-                slots.grow()
-            elif status == NEED_PRIOR:
-                pool.refill(base, (N - slots.ctr[POS]) * m, rng, slots.ctr)
+        slots.run(lambda a, log_weights: sweep_auxiliary_both(
+            X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
+            a["half_logdets"], a["free"], pool.means, pool.precisions, log_alpha, m,
+            slots.ctr, log_weights, aux_chols, aux_half_logdets, aux_index, rng,
+        ), n_extra=m, refill=lambda: pool.refill(base, (N - slots.ctr[POS]) * m, rng, slots.ctr))
         K, params = slots.finish(labels)
         self._update_parameters(state, base, rng, labels, K, params)
 
@@ -195,28 +186,23 @@ class AuxiliaryDP(NealDPSolver):
                              - 0.5 * D * np.log(np.pi) - 0.5 * log_det)
         order = rng.permutation(N).astype(np.int64)
         labels = state.labels.copy()
-        pool_means = np.ascontiguousarray(base.sample_prior_means(N * m, rng))
+        pool = {"means": np.ascontiguousarray(base.sample_prior_means(N * m, rng))}
         aux_index = np.zeros(m, dtype=np.int64)
         gamma_table = np.full(N + 2, np.nan)
         work = np.zeros((2, D))
         backup = np.zeros((D, D))
         log_alpha = float(np.log(state.alpha))
-        while True:
-            a = slots.arrays
-            log_weights = np.empty(slots.capacity + m)
-            status = sweep_auxiliary_mu(
-                X, labels, order, a["counts"], a["means"], a["w_chols"], a["log_constants"],
-                a["free"], pool_means, base_w_chol, beta, log_alpha, m, slots.ctr,
-                log_weights, aux_index, gamma_table, work, backup, rng,
-            )
-            if status == DONE:
-                break
-            if status == NEED_CAPACITY:
-                slots.grow()
-            elif status == NEED_PRIOR:
-                pool_means = np.ascontiguousarray(
-                    base.sample_prior_means((N - slots.ctr[POS]) * m, rng))
-                slots.ctr[POOL_POS] = 0
+
+        def refill():
+            pool["means"] = np.ascontiguousarray(
+                base.sample_prior_means((N - slots.ctr[POS]) * m, rng))
+            slots.ctr[POOL_POS] = 0
+
+        slots.run(lambda a, log_weights: sweep_auxiliary_mu(
+            X, labels, order, a["counts"], a["means"], a["w_chols"], a["log_constants"],
+            a["free"], pool["means"], base_w_chol, beta, log_alpha, m, slots.ctr,
+            log_weights, aux_index, gamma_table, work, backup, rng,
+        ), n_extra=m, refill=refill)
         K, params = slots.finish(labels)
         # data augmentation: S | mu, then mu | S (the precisions are not represented)
         state.labels = labels
@@ -252,7 +238,7 @@ class AuxiliaryDP(NealDPSolver):
                 pred_chols[k], work)
         order = rng.permutation(N).astype(np.int64)
         labels = state.labels.copy()
-        pool_precisions = np.ascontiguousarray(base.sample_prior_precisions(N * m, rng))
+        pool = {"precisions": np.ascontiguousarray(base.sample_prior_precisions(N * m, rng))}
         aux_invs = np.zeros((m, D, D))
         aux_chols = np.zeros((m, D, D))
         aux_half_logdets = np.zeros(m)
@@ -261,24 +247,19 @@ class AuxiliaryDP(NealDPSolver):
         backup_mean = np.zeros(D)
         backup_chol = np.zeros((D, D))
         log_alpha = float(np.log(state.alpha))
-        while True:
-            a = slots.arrays
-            log_weights = np.empty(slots.capacity + m)
-            status = sweep_auxiliary_s(
-                X, labels, order, a["counts"], a["precisions"], a["precision_invs"], a["sums"],
-                a["pred_means"], a["pred_chols"], a["pred_half_logdets"], a["free"],
-                pool_precisions, xi, R, R_inv, R_xi, log_alpha, m, slots.ctr, log_weights,
-                aux_invs, aux_chols, aux_half_logdets, aux_index, work, y, backup_mean,
-                backup_chol, rng,
-            )
-            if status == DONE:
-                break
-            if status == NEED_CAPACITY:
-                slots.grow()
-            elif status == NEED_PRIOR:
-                pool_precisions = np.ascontiguousarray(
-                    base.sample_prior_precisions((N - slots.ctr[POS]) * m, rng))
-                slots.ctr[POOL_POS] = 0
+
+        def refill():
+            pool["precisions"] = np.ascontiguousarray(
+                base.sample_prior_precisions((N - slots.ctr[POS]) * m, rng))
+            slots.ctr[POOL_POS] = 0
+
+        slots.run(lambda a, log_weights: sweep_auxiliary_s(
+            X, labels, order, a["counts"], a["precisions"], a["precision_invs"], a["sums"],
+            a["pred_means"], a["pred_chols"], a["pred_half_logdets"], a["free"],
+            pool["precisions"], xi, R, R_inv, R_xi, log_alpha, m, slots.ctr, log_weights,
+            aux_invs, aux_chols, aux_half_logdets, aux_index, work, y, backup_mean,
+            backup_chol, rng,
+        ), n_extra=m, refill=refill)
         K, params = slots.finish(labels)
         # data augmentation: mu | S, then S | mu (sample_posterior_all's order)
         self._update_parameters(state, base, rng, labels, K, params)

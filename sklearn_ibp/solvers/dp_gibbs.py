@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dp_gaussian_kernels import DONE, NEED_CAPACITY, NEED_POSTERIOR, ROW, SLOT
+from ._dp_gaussian_kernels import ROW, SLOT
 from ._dp_gibbs_kernels import sweep_gibbs_gaussian
 from ._dp_neal import GenericSlots, NealDPSolver, draw_index_py
 
@@ -78,22 +78,16 @@ class GibbsDP(NealDPSolver):
         order = rng.permutation(X.shape[0]).astype(np.int64)
         labels = state.labels.copy()
         log_alpha = float(np.log(state.alpha))
-        while True:
-            a = slots.arrays
-            log_weights = np.empty(slots.capacity + 1)
-            status = sweep_gibbs_gaussian(
-                X, labels, order, a["counts"], a["means"], a["chols"], a["half_logdets"],
-                a["free"], log_prior_predictive, log_alpha, slots.ctr, log_weights, rng,
-            )
-            if status == DONE:
-                break
-            if status == NEED_CAPACITY:
-                slots.grow()
-            elif status == NEED_POSTERIOR:
-                i = int(slots.ctr[ROW])
-                draw = base.sample_posterior(X[i : i + 1], rng)
-                slots.set_component(int(slots.ctr[SLOT]), draw["means"][0],
-                                    draw["precisions"][0])
+
+        def posterior():
+            i = int(slots.ctr[ROW])
+            draw = base.sample_posterior(X[i : i + 1], rng)
+            slots.set_component(int(slots.ctr[SLOT]), draw["means"][0], draw["precisions"][0])
+
+        slots.run(lambda a, log_weights: sweep_gibbs_gaussian(
+            X, labels, order, a["counts"], a["means"], a["chols"], a["half_logdets"],
+            a["free"], log_prior_predictive, log_alpha, slots.ctr, log_weights, rng,
+        ), n_extra=1, posterior=posterior)
         K, params = slots.finish(labels)
         self._update_parameters(state, base, rng, labels, K, params)
 

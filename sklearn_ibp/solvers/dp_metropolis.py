@@ -27,7 +27,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ._dp_gaussian_kernels import DONE, N_SLOTS, NEED_CAPACITY, NEED_PRIOR, POS
+from ._dp_gaussian_kernels import N_SLOTS, POS
 from ._dp_metropolis_kernels import metropolis_pass_gaussian, partial_gibbs_gaussian
 from ._dp_neal import GenericSlots, NealDPSolver, PriorPool, draw_index_py
 
@@ -75,19 +75,11 @@ class MetropolisDP(NealDPSolver):
             order = rng.permutation(N).astype(np.int64)
             slots.ctr[POS] = 0
             pool.refill(base, N, rng, slots.ctr)
-            while True:
-                a = slots.arrays
-                status = metropolis_pass_gaussian(
-                    X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
-                    a["half_logdets"], a["free"], pool.means, pool.precisions, log_ratio_new,
-                    slots.ctr, aux_chol, rng,
-                )
-                if status == DONE:
-                    break
-                if status == NEED_CAPACITY:
-                    slots.grow()
-                elif status == NEED_PRIOR:
-                    pool.refill(base, N - slots.ctr[POS], rng, slots.ctr)
+            slots.run(lambda a, _, order=order: metropolis_pass_gaussian(
+                X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
+                a["half_logdets"], a["free"], pool.means, pool.precisions, log_ratio_new,
+                slots.ctr, aux_chol, rng,
+            ), refill=lambda: pool.refill(base, N - slots.ctr[POS], rng, slots.ctr))
         order = rng.permutation(N).astype(np.int64)
         a = slots.arrays
         n_slots = int(slots.ctr[N_SLOTS])

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._dp_gaussian_kernels import DONE, N_EMPTY, NEED_CAPACITY, NEED_PRIOR
+from ._dp_gaussian_kernels import N_EMPTY
 from ._dp_neal import GenericSlots, NealDPSolver, PriorPool, draw_index_py
 from ._dp_no_gaps_kernels import sweep_no_gaps_gaussian
 
@@ -51,20 +51,11 @@ class NoGapsDP(NealDPSolver):
         pool = PriorPool(D)
         pool.refill(base, _POOL, rng, slots.ctr)
         slots.ctr[N_EMPTY] = 0
-        while True:
-            a = slots.arrays
-            log_weights = np.empty(slots.capacity + 1)
-            status = sweep_no_gaps_gaussian(
-                X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
-                a["half_logdets"], a["free"], a["empties"], pool.means, pool.precisions,
-                float(state.alpha), slots.ctr, log_weights, rng,
-            )
-            if status == DONE:
-                break
-            if status == NEED_CAPACITY:
-                slots.grow()
-            elif status == NEED_PRIOR:
-                pool.refill(base, _POOL, rng, slots.ctr)
+        slots.run(lambda a, log_weights: sweep_no_gaps_gaussian(
+            X, labels, order, a["counts"], a["means"], a["precisions"], a["chols"],
+            a["half_logdets"], a["free"], a["empties"], pool.means, pool.precisions,
+            float(state.alpha), slots.ctr, log_weights, rng,
+        ), n_extra=1, refill=lambda: pool.refill(base, _POOL, rng, slots.ctr))
         K, params = slots.finish(labels)
         self._update_parameters(state, base, rng, labels, K, params)
 
