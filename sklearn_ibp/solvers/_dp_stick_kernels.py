@@ -20,25 +20,14 @@ import math
 import numpy as np
 from numba import njit
 
+from ._dp_gaussian_kernels import precision_quad
+
 
 @njit(cache=True, inline="always")
 def gaussian_log_density(X, i, means, upper, log_norm, k):
     """``log N(X[i] | means[k], P_k^{-1})`` with ``upper[k]`` the upper Cholesky factor
     ``L_k^T`` of ``P_k``."""
-    D = X.shape[1]
-    if D == 2:  # the common case of plots and benchmarks, unrolled
-        r0 = X[i, 0] - means[k, 0]
-        r1 = X[i, 1] - means[k, 1]
-        y0 = upper[k, 0, 0] * r0 + upper[k, 0, 1] * r1
-        y1 = upper[k, 1, 1] * r1
-        return log_norm[k] - 0.5 * (y0 * y0 + y1 * y1)
-    quad = 0.0
-    for d in range(D):
-        s = 0.0
-        for e in range(d, D):
-            s += upper[k, d, e] * (X[i, e] - means[k, e])
-        quad += s * s
-    return log_norm[k] - 0.5 * quad
+    return log_norm[k] - 0.5 * precision_quad(X[i], means[k], upper[k].T)
 
 
 @njit(cache=True)
