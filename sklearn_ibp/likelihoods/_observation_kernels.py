@@ -1,0 +1,102 @@
+"""Row-level numba kernels shared by the samplers that keep the features ``A`` explicit.
+
+Every explicit-feature likelihood is described to a kernel by two small codes and two
+arrays, so that one compiled sampler serves all of them (no function arguments, so the
+kernels cache):
+
+* ``observation_kind`` says how a row's prediction ``z_n A`` becomes a density:
+  :data:`OBSERVE_GAUSSIAN` (``x_nd ~ N(pred_nd, noise[0, d])``, ``noise[0]`` holding
+  variances) or :data:`OBSERVE_DETECTION` (binary ``x_nd``; the feature pattern reaches
+  dimension ``d`` when ``pred_nd > 0.5``; then ``P(x_nd = 1) = 1 - noise[1, d]`` (a miss
+  rate), otherwise ``P(x_nd = 1) = noise[0, d]`` (a false-detection rate); seed 000 sec. 7.3).
+* ``prior_kind`` says how a new feature row ``a_k`` is drawn from its prior:
+  :data:`PRIOR_GAUSSIAN` (``N(0, prior[0]^2)``), :data:`PRIOR_EXPONENTIAL` (rate
+  ``prior[0]``, seed 000 appendix A.2) or :data:`PRIOR_BERNOULLI` (``P(a_kd = 1) =
+  prior[0]``, appendix A.3).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numba as nb
+
+from .._numba import FAST_MATH
+
+__all__ = [
+    "OBSERVE_DETECTION",
+    "OBSERVE_GAUSSIAN",
+    "PRIOR_BERNOULLI",
+    "PRIOR_EXPONENTIAL",
+    "PRIOR_GAUSSIAN",
+    "draw_prior_feature",
+    "row_log_likelihood",
+    "row_log_likelihood_shifted",
+]
+
+OBSERVE_GAUSSIAN = 0
+OBSERVE_DETECTION = 1
+
+PRIOR_GAUSSIAN = 0
+PRIOR_EXPONENTIAL = 1
+PRIOR_BERNOULLI = 2
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+@nb.njit(cache=True, fastmath=FAST_MATH, inline="always")
+def _entry_log_likelihood(kind, x, pred, noise, d):
+    if kind == OBSERVE_GAUSSIAN:
+        r = x - pred
+        return -0.5 * (_LOG_2PI + math.log(noise[0, d]) + r * r / noise[0, d])
+    p_one = 1.0 - noise[1, d] if pred > 0.5 else noise[0, d]
+    return math.log(p_one) if x > 0.5 else math.log1p(-p_one)
+
+
+@nb.njit(cache=True, fastmath=FAST_MATH)
+def row_log_likelihood(kind, x, observed, pred, noise):
+    """``log p(x_n | prediction pred_n)`` over the observed entries of one row.
+
+    Parameters
+    ----------
+    kind : int
+        :data:`OBSERVE_GAUSSIAN` or :data:`OBSERVE_DETECTION`.
+    x : ndarray of shape (n_dims,)
+        The row (any value where not observed).
+    observed : ndarray of shape (n_dims,), uint8
+        1 where ``x`` is observed.
+    pred : ndarray of shape (n_dims,)
+        ``z_n A``: the mean (Gaussian) or the count of active features reaching each
+        dimension (detection).
+    noise : ndarray of shape (2, n_dims)
+        Variances in row 0 (Gaussian); false-detection rates in row 0 and miss rates in
+        row 1 (detection).
+    """
+    total = 0.0
+    for d in range(x.shape[0]):
+        if observed[d]:
+            total += _entry_log_likelihood(kind, x[d], pred[d], noise, d)
+    return total
+
+
+@nb.njit(cache=True, fastmath=FAST_MATH)
+def row_log_likelihood_shifted(kind, x, observed, pred, shift, scale, noise):
+    """``log p(x_n | pred_n + scale * shift)`` without forming the shifted prediction."""
+    total = 0.0
+    for d in range(x.shape[0]):
+        if observed[d]:
+            total += _entry_log_likelihood(kind, x[d], pred[d] + scale * shift[d], noise, d)
+    return total
+
+
+@nb.njit(cache=True)
+def draw_prior_feature(prior_kind, prior, out, rng):
+    """Fill ``out`` (one feature row ``a_k``) with a draw from the feature prior, using the
+    chain's :class:`numpy.random.Generator` ``rng``."""
+    for d in range(out.shape[0]):
+        if prior_kind == PRIOR_GAUSSIAN:
+            out[d] = prior[0] * rng.standard_normal()
+        elif prior_kind == PRIOR_EXPONENTIAL:
+            out[d] = rng.exponential(1.0 / prior[0])
+        else:
+            out[d] = 1.0 if rng.random() < prior[0] else 0.0
