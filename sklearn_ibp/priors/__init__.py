@@ -10,6 +10,13 @@ from .ddibp import (
     pairwise_distances_for_ddibp,
     sample_ddibp,
 )
+from .hierarchy import (
+    expected_n_categories,
+    expected_n_features_hierarchy,
+    feature_count_bound,
+    hierarchy_log_prob,
+    sample_hierarchy,
+)
 from .ibp import (
     existing_feature_log_odds,
     expected_n_features,
@@ -32,6 +39,11 @@ __all__ = [
     "normalized_proximity",
     "pairwise_distances_for_ddibp",
     "sample_ddibp",
+    "expected_n_categories",
+    "expected_n_features_hierarchy",
+    "feature_count_bound",
+    "hierarchy_log_prob",
+    "sample_hierarchy",
     "expected_n_features",
     "existing_feature_log_odds",
     "ibp_log_prob",
