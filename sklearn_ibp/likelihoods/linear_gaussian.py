@@ -8,6 +8,10 @@ the rank-one moves the samplers use live in :mod:`._linear_gaussian_kernels`.
 Missing entries (NaN) are masked per dimension: column ``d`` of ``X`` only sees the rows where
 it is observed, so its posterior and marginal are those of a smaller regression. No value is
 ever filled in.
+
+:class:`LinearGaussianFeatures` is the same model behind the explicit-feature contract
+(:class:`._feature_base.FeatureLikelihood`) that samplers keeping ``A`` use; there the
+missing entries are given by an ``observed`` mask instead of NaN.
 """
 
 from __future__ import annotations
@@ -16,9 +20,12 @@ import numpy as np
 from scipy.linalg import cho_factor, cho_solve, solve_triangular
 from sklearn.utils import check_random_state
 
+from ._feature_base import FeatureLikelihood
 from ._linear_gaussian_kernels import add_row_to_posterior, remove_row_from_posterior
+from ._observation_kernels import OBSERVE_GAUSSIAN, PRIOR_GAUSSIAN
 
 __all__ = [
+    "LinearGaussianFeatures",
     "add_row_to_posterior",
     "feature_posterior",
     "information_form",
@@ -241,3 +248,173 @@ def row_log_predictive(X, Z, mean, cov, sigma_x: float):
     resid = np.where(observed, X - Z @ mean, 0.0)
     n_obs = observed.sum(axis=1)
     return -0.5 * n_obs * (_LOG_2PI + np.log(var)) - 0.5 * np.sum(resid**2, axis=1) / var
+
+
+# --- The explicit-feature contract ------------------------------------------------------
+
+
+def _check_feature_data(X, observed):
+    """``X`` as float64 and ``observed`` as a boolean mask, after checking their shapes and
+    that the observed entries are finite."""
+    X = np.asarray(X, dtype=np.float64)
+    mask = np.asarray(observed).astype(bool)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
+    if mask.shape != X.shape:
+        raise ValueError(
+            f"observed must have the shape of X {X.shape}, got shape {mask.shape}."
+        )
+    if not np.all(np.isfinite(X[mask])):
+        raise ValueError("X must be finite at its observed entries.")
+    return X, mask
+
+
+def _observed_centred(X, observed):
+    """The observed entries of ``X`` minus the observed mean of their column (1-d)."""
+    mask = np.asarray(observed).astype(bool)
+    counts = mask.sum(axis=0)
+    totals = np.where(mask, X, 0.0).sum(axis=0)
+    means = totals / np.maximum(counts, 1)
+    return (X - means)[mask]
+
+
+def _observed_residual(X, observed, Z, A):
+    """``X - Z A`` at the observed entries and 0 elsewhere."""
+    mask = np.asarray(observed).astype(bool)
+    pred = np.asarray(Z, dtype=np.float64) @ np.asarray(A, dtype=np.float64)
+    return np.where(mask, np.asarray(X, dtype=np.float64) - pred, 0.0), mask
+
+
+def _rows_by_feature(Z):
+    """The rows having each feature in compressed form: the rows of feature ``k`` are
+    ``rows[ptr[k]:ptr[k + 1]]`` (int64 arrays), for the element-wise Gibbs kernels."""
+    Z = np.asarray(Z)
+    features, rows = np.nonzero(Z.T)
+    ptr = np.zeros(Z.shape[1] + 1, dtype=np.int64)
+    np.cumsum(np.bincount(features, minlength=Z.shape[1]), out=ptr[1:])
+    return ptr, rows.astype(np.int64)
+
+
+def _draw_precision(count: float, sum_sq: float, rng) -> float:
+    """A precision from its posterior under a Gamma(1, 1) prior given ``count`` zero-mean
+    Gaussian values with sum of squares ``sum_sq``: Gamma(1 + count/2, rate 1 + sum_sq/2)
+    (seed 000 sec. 5.1)."""
+    return float(rng.gamma(1.0 + 0.5 * count, 1.0 / (1.0 + 0.5 * sum_sq)))
+
+
+class _GaussianNoise(FeatureLikelihood):
+    """Shared part of the real-valued models ``x_n = z_n A + e_n``, ``e_nd ~ N(0, s_x^2)``
+    (seed 000 appendix A.1-A.2): data checks, predictions and the observation density.
+
+    ``params["sigma_x"]`` is the noise standard deviation.
+    """
+
+    observation_kind = OBSERVE_GAUSSIAN
+
+    def check_data(self, X, observed) -> None:
+        """Raise ``ValueError`` naming ``X`` unless ``X`` is 2-d, ``observed`` has its
+        shape, and the observed entries are finite."""
+        _check_feature_data(X, observed)
+
+    def noise_array(self, params, n_dims: int) -> np.ndarray:
+        """Row 0 holds the noise variance ``sigma_x^2`` for every dimension; row 1 is
+        unused (zeros)."""
+        noise = np.zeros((2, n_dims))
+        noise[0] = float(params["sigma_x"]) ** 2
+        return noise
+
+    def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
+        """``sum_d log N(x_nd; (z_n A)_d, sigma_x^2)`` over the observed entries of each
+        row, shape (n_samples,)."""
+        resid, mask = _observed_residual(X, observed, Z, A)
+        var = float(params["sigma_x"]) ** 2
+        n_obs = mask.sum(axis=1)
+        return -0.5 * (n_obs * (_LOG_2PI + np.log(var)) + np.sum(resid**2, axis=1) / var)
+
+    def predict(self, Z, A, params) -> np.ndarray:
+        """The mean of the data, ``Z A``, shape (n_samples, n_dims)."""
+        return np.asarray(Z, dtype=np.float64) @ np.asarray(A, dtype=np.float64)
+
+    def sample_data(self, Z, A, params, rng) -> np.ndarray:
+        """``Z A + E`` with ``E_nd ~ N(0, sigma_x^2)``."""
+        mean = self.predict(Z, A, params)
+        return mean + float(params["sigma_x"]) * rng.standard_normal(mean.shape)
+
+    def _sample_noise(self, X, observed, Z, A, rng) -> float:
+        """``sigma_x`` drawn given the observed residuals (Gamma(1, 1) prior on
+        ``1 / sigma_x^2``, seed 000 sec. 5.1)."""
+        resid, mask = _observed_residual(X, observed, Z, A)
+        precision = _draw_precision(mask.sum(), float(np.sum(resid**2)), rng)
+        return float(1.0 / np.sqrt(precision))
+
+
+class LinearGaussianFeatures(_GaussianNoise):
+    """The linear-Gaussian model with explicit features (seed 000 appendix A.1).
+
+    ``x_n = z_n A + e_n`` with ``a_kd ~ N(0, sigma_a^2)`` and ``e_nd ~ N(0, sigma_x^2)``.
+    Parameters: ``params = {"sigma_x": float, "sigma_a": float}`` (standard deviations),
+    with Gamma(1, 1) priors on the precisions ``1 / sigma_x^2`` and ``1 / sigma_a^2``
+    (seed 000 sec. 5.1).
+
+    The posterior of ``A`` given ``(X, Z)`` is Gaussian (eq. A.3), so
+    :meth:`sample_features` draws it exactly rather than element by element.
+    """
+
+    name = "gaussian"
+    prior_kind = PRIOR_GAUSSIAN
+    parameter_names = ("sigma_x", "sigma_a")
+
+    def initial_parameters(self, X, observed) -> dict:
+        """``sigma_x`` = standard deviation of the observed entries after centring each
+        column on its observed mean (1 when that is zero), ``sigma_a = 0.75 sigma_x``."""
+        X, mask = _check_feature_data(X, observed)
+        centred = _observed_centred(X, mask)
+        scale = float(np.std(centred)) if centred.size else 0.0
+        if not scale > 0.0:
+            scale = 1.0
+        return {"sigma_x": scale, "sigma_a": 0.75 * scale}
+
+    def prior_array(self, params) -> np.ndarray:
+        """``[sigma_a]``: the feature prior's standard deviation."""
+        return np.array([float(params["sigma_a"])])
+
+    def sample_prior_features(self, n_features: int, n_dims: int, params, rng) -> np.ndarray:
+        """``a_kd ~ N(0, sigma_a^2)``, shape (n_features, n_dims)."""
+        return float(params["sigma_a"]) * rng.standard_normal((n_features, n_dims))
+
+    def sample_features(self, X, observed, Z, A, params, rng) -> np.ndarray:
+        """An exact draw of ``A`` from its Gaussian posterior given ``(X, Z)`` (eq. A.3).
+
+        Column ``d`` of ``A`` sees only the rows where ``x_nd`` is observed; columns with
+        the same observed pattern share one Cholesky factor. ``A`` (the current value) is
+        not used.
+        """
+        X = np.asarray(X, dtype=np.float64)
+        Z = np.asarray(Z, dtype=np.float64)
+        mask = np.asarray(observed).astype(bool)
+        n_features, n_dims = Z.shape[1], X.shape[1]
+        new = np.zeros((n_features, n_dims))
+        if n_features == 0:
+            return new
+        sigma_x, sigma_a = float(params["sigma_x"]), float(params["sigma_a"])
+        for rows, cols in _observed_groups(mask):
+            precision, shift = information_form(
+                X[np.ix_(rows, cols)], Z[rows], sigma_x, sigma_a
+            )
+            new[:, cols] = sample_features_from_information(precision, shift, rng)
+        return new
+
+    def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
+        """``sigma_x`` given the observed residuals, then ``sigma_a`` given ``A``:
+        ``1 / sigma_x^2 ~ Gamma(1 + n_obs / 2, 1 + sum r^2 / 2)`` and
+        ``1 / sigma_a^2 ~ Gamma(1 + K D / 2, 1 + sum A^2 / 2)`` (shape, rate; sec. 5.1)."""
+        A = np.asarray(A, dtype=np.float64)
+        sigma_x = self._sample_noise(X, observed, Z, A, rng)
+        precision_a = _draw_precision(A.size, float(np.sum(A**2)), rng)
+        return {**params, "sigma_x": sigma_x, "sigma_a": float(1.0 / np.sqrt(precision_a))}
+
+    def log_prior_features(self, A, params) -> float:
+        """``sum_kd log N(a_kd; 0, sigma_a^2)``."""
+        A = np.asarray(A, dtype=np.float64)
+        var = float(params["sigma_a"]) ** 2
+        return float(-0.5 * (A.size * (_LOG_2PI + np.log(var)) + np.sum(A**2) / var))
