@@ -2,8 +2,10 @@
 component models with their base distributions (the DP mixtures)."""
 
 from .conditionally_conjugate import ConditionallyConjugateBase
+from .exponential import ExponentialGaussian
 from .factor_analyzer import FactorAnalyzerBase
 from .linear_gaussian import (
+    LinearGaussianFeatures,
     feature_posterior,
     information_form,
     log_marginal_likelihood,
@@ -11,11 +13,15 @@ from .linear_gaussian import (
     row_log_predictive,
     sample_features,
 )
+from .noisy_or import BinaryDetection
 from .normal_wishart import NormalWishartBase
 
 __all__ = [
+    "BinaryDetection",
     "ConditionallyConjugateBase",
+    "ExponentialGaussian",
     "FactorAnalyzerBase",
+    "LinearGaussianFeatures",
     "NormalWishartBase",
     "feature_posterior",
     "information_form",
