@@ -1,0 +1,748 @@
+"""Numba kernels of the Gibbs sampler for the correlated feature hierarchies (seed 000 ch. 7).
+
+The state is held in plain arrays with spare capacity (``Lcap`` category slots,
+``Kcap`` feature slots):
+
+``C`` (N, Lcap) int8
+    Category memberships ``c_nl``; ``category`` (N,) gives the one category of each row
+    when the upper process is the DP.
+``M`` (Lcap, Kcap) int8
+    Category-feature links ``m_lk``.
+``S`` (N, Kcap) int32
+    Parent counts ``s_nk = c_n . m_k``.
+``Z`` (N, Kcap) int8
+    Feature assignments; ``Z = [S > 0]`` for the ``or`` link, drawn with
+    ``P(z_nk = 1) = 1 - q^s_nk`` for the noisy-or (eq. 7.7); never 1 where ``s_nk = 0``.
+``A`` (Kcap, D), ``pred`` (N, D) = ``Z A``
+    Explicit features and each row's prediction, read by
+    :func:`sklearn_ibp.likelihoods._observation_kernels.row_log_likelihood`.
+``sizes`` (Lcap,), ``links`` (Kcap,)
+    Rows per category and categories per feature. A slot whose count drops to zero is
+    dead; the driver compacts dead slots after every pass. ``counts`` holds
+    ``[L_slots, K_slots, L_live, K_live]``.
+
+Every move is an exact Metropolis-Hastings or Gibbs update. Whenever a move changes which
+features a row's parents reach, the children that gain their first parent are drawn from
+their prior given the new parent count (``z = 1`` for the ``or`` link) and the children that
+lose their last parent are switched off: a category or link entry is thus sampled jointly
+with the children it alone activates (sec. 7.2.3), and a child can only switch on together
+with a parent. The proposal cancels the prior of those children, so acceptance ratios
+hold only the prior of the moved entry, the noisy-or prior of the children that keep a
+parent (their parent count changes) and the likelihood of the affected rows.
+
+Status codes: a pass returns ``-1`` when it finished and otherwise the index (row or
+category) to resume from once the driver has grown the arrays.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ..likelihoods._observation_kernels import draw_prior_feature, row_log_likelihood
+from ._shared_kernels import draw_from_log_weights
+
+LINK_OR = 0
+LINK_NOISY_OR = 1
+
+UPPER_DP = 0
+UPPER_IBP = 1
+
+# counts[...] indices
+L_SLOTS = 0
+K_SLOTS = 1
+L_LIVE = 2
+K_LIVE = 3
+
+
+@njit(cache=True)
+def child_log_prior(z, s, log_q, link):
+    """``log P(z | s)`` of one child under the link (``s > 0``)."""
+    if link == LINK_OR:
+        return 0.0 if z == 1 else -np.inf
+    if z == 1:
+        return math.log1p(-math.exp(s * log_q)) if s * log_q < 0.0 else -np.inf
+    return s * log_q
+
+
+@njit(cache=True)
+def draw_child(s, log_q, link, rng):
+    """A child drawn from its prior given ``s > 0`` parents."""
+    if link == LINK_OR:
+        return 1
+    return 1 if rng.random() < -math.expm1(s * log_q) else 0
+
+
+@njit(cache=True)
+def _poisson(rate, k_max, rng):
+    """A Poisson(rate) draw truncated at ``k_max`` (by rejection)."""
+    while True:
+        k = rng.poisson(rate)
+        if k <= k_max:
+            return k
+
+
+@njit(cache=True)
+def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
+    for d in range(out.shape[0]):
+        out[d] = pred_row[d]
+    for j in range(n_changes):
+        dz = deltas[j]
+        if dz != 0:
+            a = A[ks[j]]
+            for d in range(out.shape[0]):
+                out[d] += dz * a[d]
+
+
+@njit(cache=True)
+def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng):
+    """Children of row ``n`` under a change ``s_n += sign * row_shift``.
+
+    Writes the changed children into ``ks``/``deltas`` (new z minus old z) and returns
+    ``(n_changes, log prior ratio of the children that keep a parent)``. Nothing in the
+    state is modified.
+    """
+    n_changes = 0
+    log_ratio = 0.0
+    for k in range(K_slots):
+        if row_shift[k] == 0:
+            continue
+        s_old = S[n, k]
+        s_new = s_old + sign * row_shift[k]
+        z_old = Z[n, k]
+        if s_old == 0:
+            z_new = draw_child(s_new, log_q, link, rng)
+        elif s_new == 0:
+            z_new = 0
+        else:
+            z_new = z_old
+            if link == LINK_NOISY_OR:
+                log_ratio += child_log_prior(z_old, s_new, log_q, link) - child_log_prior(
+                    z_old, s_old, log_q, link
+                )
+        ks[n_changes] = k
+        deltas[n_changes] = z_new - z_old
+        n_changes += 1
+    return n_changes, log_ratio
+
+
+@njit(cache=True)
+def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_changes, new_pred):
+    for k in range(K_slots):
+        if row_shift[k] != 0:
+            S[n, k] += sign * row_shift[k]
+    for j in range(n_changes):
+        Z[n, ks[j]] += deltas[j]
+    for d in range(pred.shape[1]):
+        pred[n, d] = new_pred[d]
+
+
+# --------------------------------------------------------------------------------------
+# Rows: the DP upper process (Neal's Algorithm 8 over categories)
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def dp_rows(
+    start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
+    alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
+    n_auxiliary, max_new, rng,
+):
+    """Reassign every row's category (seed 000 sec. 7.2.1: Neal 2000's partial Gibbs).
+
+    A row chooses among the other rows' categories (weight ``n_{-i,l}``) and
+    ``n_auxiliary`` fresh categories (weight ``alpha_C / n_auxiliary``) whose links are
+    drawn from the IBP predictive of ``M`` (existing feature ``k`` with probability
+    ``links_k / (L + 1)``, ``Poisson(alpha_M / (L + 1))`` new features with ``A`` from its
+    prior). A row alone in its category makes that category the first auxiliary. The
+    option's children are drawn from their prior given the option's links, except the
+    current option's, which are the current ``z_n`` (the auxiliary-variable construction
+    of Algorithm 8 with ``(m_l, z_n)`` as the option's parameter).
+    """
+    N, D = X.shape
+    Lcap, Kcap = M.shape
+    new_pred = np.empty(D)
+    for n in range(start, N):
+        L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
+        if L_slots + 1 > Lcap or K_slots + n_auxiliary * max_new > Kcap:
+            return n
+        l0 = category[n]
+        sizes[l0] -= 1
+        singleton = sizes[l0] == 0
+        L_minus = counts[L_LIVE] - (1 if singleton else 0)
+        n_opts = L_slots + n_auxiliary
+        log_w = np.full(n_opts, -np.inf)
+        z_opts = np.zeros((n_opts, K_slots + n_auxiliary * max_new), dtype=np.int8)
+        aux_new = np.zeros(n_auxiliary, dtype=np.int64)
+        # Existing categories.
+        for l in range(L_slots):
+            if sizes[l] == 0:
+                continue
+            if l == l0:
+                for k in range(K_slots):
+                    z_opts[l, k] = Z[n, k]
+            else:
+                for k in range(K_slots):
+                    if M[l, k] == 1:
+                        z_opts[l, k] = draw_child(1, log_q, link, rng)
+            log_w[l] = math.log(sizes[l])
+        # Auxiliary categories.
+        log_aux = math.log(alpha_c / n_auxiliary)
+        first_fresh = 0
+        if singleton:
+            first_fresh = 1
+            for k in range(K_slots):
+                z_opts[L_slots, k] = Z[n, k]
+            log_w[L_slots] = log_aux
+        aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
+        for j in range(first_fresh, n_auxiliary):
+            o = L_slots + j
+            for k in range(K_slots):
+                others = links[k] - (M[l0, k] if singleton else 0)
+                if others > 0 and rng.random() * (L_minus + 1.0) < others:
+                    aux_links[j, k] = 1
+                    z_opts[o, k] = draw_child(1, log_q, link, rng)
+            n_new = _poisson(alpha_m / (L_minus + 1.0), max_new, rng)
+            aux_new[j] = n_new
+            for t in range(n_new):
+                slot = K_slots + j * max_new + t
+                draw_prior_feature(prior_kind, prior, A[slot], rng)
+                z_opts[o, slot] = draw_child(1, log_q, link, rng)
+            log_w[o] = log_aux
+        # Likelihood of each option.
+        for o in range(n_opts):
+            if log_w[o] == -np.inf:
+                continue
+            for d in range(D):
+                new_pred[d] = 0.0
+            for k in range(z_opts.shape[1]):
+                if z_opts[o, k] == 1:
+                    for d in range(D):
+                        new_pred[d] += A[k, d]
+            log_w[o] += row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+        chosen = draw_from_log_weights(log_w, rng)
+        # Apply.
+        keep_current = (chosen == l0) or (singleton and chosen == L_slots)
+        if keep_current:
+            sizes[l0] += 1
+            continue
+        if chosen < L_slots:
+            target = chosen
+        else:
+            j = chosen - L_slots
+            target = L_slots
+            counts[L_SLOTS] += 1
+            counts[L_LIVE] += 1
+            for k in range(K_slots):
+                if aux_links[j, k] == 1:
+                    M[target, k] = 1
+                    links[k] += 1
+            for t in range(aux_new[j]):
+                slot = counts[K_SLOTS]
+                src = K_slots + j * max_new + t
+                for d in range(D):
+                    A[slot, d] = A[src, d]
+                M[target, slot] = 1
+                links[slot] = 1
+                z_opts[chosen, slot] = z_opts[chosen, src]
+                counts[K_SLOTS] += 1
+                counts[K_LIVE] += 1
+        if singleton:
+            for k in range(K_slots):
+                if M[l0, k] == 1:
+                    links[k] -= 1
+                    if links[k] == 0:
+                        counts[K_LIVE] -= 1
+                    M[l0, k] = 0
+            counts[L_LIVE] -= 1
+        C[n, l0] = 0
+        C[n, target] = 1
+        category[n] = target
+        sizes[target] += 1
+        K_now = counts[K_SLOTS]
+        for d in range(D):
+            pred[n, d] = 0.0
+        for k in range(K_now):
+            S[n, k] = M[target, k]
+            Z[n, k] = z_opts[chosen, k] if k < z_opts.shape[1] else 0
+            if Z[n, k] == 1:
+                for d in range(D):
+                    pred[n, d] += A[k, d]
+    return -1
+
+
+# --------------------------------------------------------------------------------------
+# Rows: the IBP upper process
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def ibp_rows(
+    start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
+    alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
+    max_new_categories, max_new, rng,
+):
+    """Update every row's memberships of shared categories, then its own categories.
+
+    Shared categories (``n_{-i,l} > 0``): a Metropolis flip of ``c_nl`` with IBP prior odds
+    ``n_{-i,l} / (N - n_{-i,l})``, jointly with the children it alone activates. Own
+    categories (only row ``n``, with the features only they link): replaced by a proposal
+    from their prior, ``Poisson(alpha_C / N)`` categories whose links follow the IBP
+    predictive of ``M``, accepted on the likelihood ratio (the uncollapsed new-feature move
+    of seed 000 sec. 3.2 one level up).
+    """
+    N, D = X.shape
+    Lcap, Kcap = M.shape
+    new_pred = np.empty(D)
+    ks = np.empty(Kcap, dtype=np.int64)
+    deltas = np.empty(Kcap, dtype=np.int64)
+    shift = np.zeros(Kcap, dtype=np.int64)
+    for n in range(start, N):
+        L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
+        if (
+            L_slots + max_new_categories > Lcap
+            or K_slots + max_new_categories * max_new > Kcap
+        ):
+            return n
+        log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+        # Shared categories.
+        for l in range(L_slots):
+            if sizes[l] == 0:
+                continue
+            others = sizes[l] - C[n, l]
+            if others == 0:
+                continue
+            for k in range(K_slots):
+                shift[k] = M[l, k]
+            sign = -1 if C[n, l] == 1 else 1
+            n_changes, log_ratio = _change_parents(
+                n, shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng
+            )
+            _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
+            new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+            log_odds = math.log(others) - math.log(N - others)
+            log_accept = log_ratio + new_lik - log_lik + (log_odds if sign == 1 else -log_odds)
+            if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+                _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, ks, deltas,
+                               n_changes, new_pred)
+                C[n, l] = 1 if sign == 1 else 0
+                sizes[l] += sign
+                log_lik = new_lik
+        # Own categories: the current ones and the features only they link.
+        n_own = 0
+        for k in range(K_slots):
+            shift[k] = 0
+        for l in range(L_slots):
+            if C[n, l] == 1 and sizes[l] == 1:
+                n_own += 1
+                for k in range(K_slots):
+                    shift[k] -= M[l, k]
+        L_minus = counts[L_LIVE] - n_own
+        # Proposal: new categories with links from the IBP predictive over categories.
+        n_cat = _poisson(alpha_c / N, max_new_categories, rng)
+        prop_links = np.zeros((max(n_cat, 1), K_slots + n_cat * max_new), dtype=np.int8)
+        link_count = np.empty(K_slots + n_cat * max_new, dtype=np.int64)
+        for k in range(K_slots):
+            link_count[k] = links[k] + shift[k]  # links from the other categories
+        n_feat = 0
+        for j in range(n_cat):
+            customers = L_minus + j + 1.0
+            for k in range(K_slots + n_feat):
+                if link_count[k] > 0 and rng.random() * customers < link_count[k]:
+                    prop_links[j, k] = 1
+            t_new = _poisson(alpha_m / customers, max_new, rng)
+            for t in range(t_new):
+                k = K_slots + n_feat
+                draw_prior_feature(prior_kind, prior, A[k], rng)
+                prop_links[j, k] = 1
+                link_count[k] = 0
+                n_feat += 1
+            for k in range(K_slots + n_feat):
+                link_count[k] += prop_links[j, k]
+        # The children of row n under the proposal.
+        width = K_slots + n_feat
+        proposal_shift = np.zeros(width, dtype=np.int64)
+        for k in range(K_slots):
+            proposal_shift[k] = shift[k]
+        for j in range(n_cat):
+            for k in range(width):
+                proposal_shift[k] += prop_links[j, k]
+        n_changes = 0
+        log_ratio = 0.0
+        for k in range(width):
+            if proposal_shift[k] == 0:
+                continue
+            s_old = S[n, k] if k < K_slots else 0
+            z_old = Z[n, k] if k < K_slots else 0
+            s_new = s_old + proposal_shift[k]
+            if s_old == 0:
+                z_new = draw_child(s_new, log_q, link, rng)
+            elif s_new == 0:
+                z_new = 0
+            else:
+                z_new = z_old
+                if link == LINK_NOISY_OR:
+                    log_ratio += child_log_prior(z_old, s_new, log_q, link) - child_log_prior(
+                        z_old, s_old, log_q, link
+                    )
+            ks[n_changes] = k
+            deltas[n_changes] = z_new - z_old
+            n_changes += 1
+        if n_own == 0 and n_cat == 0:
+            continue
+        _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
+        new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+        log_accept = log_ratio + new_lik - log_lik
+        if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
+            continue
+        # Accept: remove the own categories (their exclusive features die), add the new.
+        for l in range(L_slots):
+            if C[n, l] == 1 and sizes[l] == 1:
+                for k in range(K_slots):
+                    if M[l, k] == 1:
+                        M[l, k] = 0
+                        links[k] -= 1
+                        if links[k] == 0:
+                            counts[K_LIVE] -= 1
+                C[n, l] = 0
+                sizes[l] = 0
+                counts[L_LIVE] -= 1
+        base = counts[K_SLOTS]  # == K_slots: new features were drawn into these slots
+        for t in range(n_feat):
+            links[base + t] = 0
+            S[:, base + t] = 0
+            Z[:, base + t] = 0
+        for j in range(n_cat):
+            l = counts[L_SLOTS]
+            counts[L_SLOTS] += 1
+            counts[L_LIVE] += 1
+            for k in range(width):
+                M[l, k] = prop_links[j, k]
+                if prop_links[j, k] == 1:
+                    if links[k] == 0:
+                        counts[K_LIVE] += 1
+                    links[k] += 1
+            C[n, l] = 1
+            sizes[l] = 1
+        counts[K_SLOTS] += n_feat
+        for k in range(width):
+            S[n, k] += proposal_shift[k]
+        for j in range(n_changes):
+            Z[n, ks[j]] += deltas[j]
+        for d in range(D):
+            pred[n, d] = new_pred[d]
+    return -1
+
+
+# --------------------------------------------------------------------------------------
+# Links: the IBP over M, one category at a time
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def link_pass(
+    start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
+    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng,
+):
+    """Update every category's links to shared features, then its own features.
+
+    ``m_lk`` for a feature other categories link (``r_{-l,k} > 0``): a Metropolis flip with
+    prior odds ``r_{-l,k} / (L - r_{-l,k})`` (eq. 7.5), jointly with the children of the
+    category's rows that it alone activates. The features only category ``l`` links are
+    replaced by ``Poisson(alpha_M / L)`` new ones with ``A`` and the members' children
+    from their priors, accepted on the likelihood ratio of the members.
+    """
+    N, D = X.shape
+    Lcap, Kcap = M.shape
+    members = np.empty(N, dtype=np.int64)
+    new_preds = np.empty((N, D))
+    member_ks = np.empty((N, Kcap), dtype=np.int64)
+    member_deltas = np.empty((N, Kcap), dtype=np.int64)
+    member_changes = np.empty(N, dtype=np.int64)
+    shift = np.zeros(Kcap, dtype=np.int64)
+    old_liks = np.empty(N)
+    new_liks = np.empty(N)
+    children = np.empty(N, dtype=np.int64)
+    for l in range(start, counts[L_SLOTS]):
+        K_slots = counts[K_SLOTS]
+        if K_slots + max_new > Kcap:
+            return l
+        if sizes[l] == 0:
+            continue
+        n_members = 0
+        for n in range(N):
+            if C[n, l] == 1:
+                members[n_members] = n
+                n_members += 1
+        L_live = counts[L_LIVE]
+        for i in range(n_members):
+            n = members[i]
+            old_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+        # Shared features.
+        for k in range(K_slots):
+            if links[k] == 0:
+                continue
+            others = links[k] - M[l, k]
+            if others == 0:
+                continue
+            for kk in range(K_slots):
+                shift[kk] = 0
+            shift[k] = 1
+            sign = -1 if M[l, k] == 1 else 1
+            log_odds = math.log(others) - math.log(L_live - others)
+            log_accept = log_odds if sign == 1 else -log_odds
+            for i in range(n_members):
+                n = members[i]
+                n_changes, log_ratio = _change_parents(
+                    n, shift, sign, S, Z, K_slots, log_q, link,
+                    member_ks[i], member_deltas[i], rng,
+                )
+                member_changes[i] = n_changes
+                _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
+                             new_preds[i])
+                new_liks[i] = row_log_likelihood(
+                    obs_kind, X[n], observed[n], new_preds[i], noise
+                )
+                log_accept += log_ratio + new_liks[i] - old_liks[i]
+            if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+                for i in range(n_members):
+                    n = members[i]
+                    _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, member_ks[i],
+                                   member_deltas[i], member_changes[i], new_preds[i])
+                    old_liks[i] = new_liks[i]
+                M[l, k] = 1 if sign == 1 else 0
+                links[k] += sign
+        # Own features: replace them by new ones proposed from the members' data.
+        n_new = _poisson(alpha_m / L_live, max_new, rng)
+        n_own = 0
+        for k in range(K_slots):
+            if M[l, k] == 1 and links[k] == 1:
+                n_own += 1
+        if n_new == 0 and n_own == 0:
+            continue
+        for i in range(n_members):
+            n = members[i]
+            for d in range(D):
+                new_preds[i, d] = pred[n, d]
+            for k in range(K_slots):
+                if M[l, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                    for d in range(D):
+                        new_preds[i, d] -= A[k, d]
+        # Reverse move: the proposal density of the current own features, in slot order,
+        # each given the ones before it.
+        log_accept = 0.0
+        for k in range(K_slots):
+            if not (M[l, k] == 1 and links[k] == 1):
+                continue
+            for i in range(n_members):
+                children[i] = Z[members[i], k]
+            log_accept -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
+                False, prior_kind, prior, obs_kind, noise, X, observed, members,
+                n_members, children, new_preds, A[k], rng,
+            )
+            for i in range(n_members):
+                if children[i] == 1:
+                    for d in range(D):
+                        new_preds[i, d] += A[k, d]
+        for i in range(n_members):
+            n = members[i]
+            for d in range(D):
+                new_preds[i, d] = pred[n, d]
+            for k in range(K_slots):
+                if M[l, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                    for d in range(D):
+                        new_preds[i, d] -= A[k, d]
+        # Forward move: children from their prior, then each feature from the data.
+        for t in range(n_new):
+            k = K_slots + t
+            for i in range(n_members):
+                children[i] = draw_child(1, log_q, link, rng)
+                member_deltas[i, t] = children[i]
+            log_accept -= feature_proposal(
+                True, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+                children, new_preds, A[k], rng,
+            )
+            log_accept += log_prior_feature(prior_kind, prior, A[k])
+            for i in range(n_members):
+                if children[i] == 1:
+                    for d in range(D):
+                        new_preds[i, d] += A[k, d]
+        for i in range(n_members):
+            n = members[i]
+            new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+            log_accept += new_liks[i] - old_liks[i]
+        if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
+            continue
+        for k in range(K_slots):
+            if M[l, k] == 1 and links[k] == 1:
+                M[l, k] = 0
+                links[k] = 0
+                counts[K_LIVE] -= 1
+                for i in range(n_members):
+                    n = members[i]
+                    S[n, k] = 0
+                    Z[n, k] = 0
+        for t in range(n_new):
+            k = K_slots + t
+            M[l, k] = 1
+            links[k] = 1
+            S[:, k] = 0
+            Z[:, k] = 0
+            for i in range(n_members):
+                n = members[i]
+                S[n, k] = 1
+                Z[n, k] = member_deltas[i, t]
+        counts[K_SLOTS] += n_new
+        counts[K_LIVE] += n_new
+        for i in range(n_members):
+            n = members[i]
+            for d in range(D):
+                pred[n, d] = new_preds[i, d]
+            old_liks[i] = new_liks[i]
+    return -1
+
+
+# --------------------------------------------------------------------------------------
+# Children of the noisy-or
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
+    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9)."""
+    N, D = X.shape
+    row = np.empty(D)
+    for n in range(N):
+        for k in range(K_slots):
+            s = S[n, k]
+            if s == 0:
+                continue
+            z = Z[n, k]
+            for d in range(D):
+                row[d] = pred[n, d] + (1.0 - 2.0 * z) * A[k, d]
+            lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+            lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], row, noise)
+            log_on = child_log_prior(1, s, log_q, LINK_NOISY_OR)
+            log_off = s * log_q
+            if z == 1:
+                log_on += lik_cur
+                log_off += lik_flip
+            else:
+                log_on += lik_flip
+                log_off += lik_cur
+            top = max(log_on, log_off)
+            p_on = math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
+            z_new = 1 if rng.random() < p_on else 0
+            if z_new != z:
+                Z[n, k] = z_new
+                for d in range(D):
+                    pred[n, d] = row[d]
+
+
+# --------------------------------------------------------------------------------------
+# Data-driven proposals for new features
+# --------------------------------------------------------------------------------------
+_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+
+@njit(cache=True)
+def _log_upper_tail(a):
+    """``log P(N(0, 1) > a)``, accurate far into both tails."""
+    if a < 5.0:
+        return math.log(0.5 * math.erfc(a / math.sqrt(2.0)))
+    a2 = a * a
+    return -0.5 * a2 - math.log(a) - _LOG_SQRT_2PI + math.log1p(-1.0 / a2 + 3.0 / (a2 * a2))
+
+
+@njit(cache=True)
+def _draw_positive_normal(mean, sd, rng):
+    """A draw of ``N(mean, sd^2)`` truncated to ``[0, inf)``."""
+    a = -mean / sd  # the bound in standard units
+    if a < 0.5:
+        while True:
+            x = rng.standard_normal()
+            if x >= a:
+                return mean + sd * x
+    # Exponential proposal above the bound (Robert 1995), optimal rate.
+    rate = 0.5 * (a + math.sqrt(a * a + 4.0))
+    while True:
+        x = a + rng.exponential(1.0 / rate)
+        if rng.random() < math.exp(-0.5 * (x - rate) ** 2):
+            return mean + sd * x
+
+
+@njit(cache=True)
+def log_prior_feature(prior_kind, prior, a):
+    """``log p(a_k)`` of one feature row under the feature prior."""
+    total = 0.0
+    for d in range(a.shape[0]):
+        if prior_kind == 0:
+            total += -0.5 * (a[d] / prior[0]) ** 2 - math.log(prior[0]) - _LOG_SQRT_2PI
+        elif prior_kind == 1:
+            total += (math.log(prior[0]) - prior[0] * a[d]) if a[d] >= 0.0 else -np.inf
+        else:
+            total += math.log(prior[0]) if a[d] > 0.5 else math.log1p(-prior[0])
+    return total
+
+
+@njit(cache=True)
+def feature_proposal(
+    draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children,
+    preds, out, rng,
+):
+    """Propose (``draw=True``) or score (``draw=False``) a new feature row ``out``.
+
+    The proposal is the feature's conditional posterior given the rows
+    ``rows[:n_rows]`` whose ``children[i] == 1``, with their other features fixed at
+    ``preds[i]``: per dimension a Gaussian (Gaussian prior), a Gaussian truncated to the
+    positive half-line (exponential prior, appendix A.2) or a Bernoulli (binary
+    features). Proposing features from the data rather than from their prior is what
+    lets a new feature be accepted in many dimensions at once. Returns ``log q(out)``.
+    """
+    D = X.shape[1]
+    total = 0.0
+    for d in range(D):
+        if prior_kind == 2:
+            log_odds = math.log(prior[0]) - math.log1p(-prior[0])
+            for i in range(n_rows):
+                n = rows[i]
+                if children[i] == 1 and observed[n, d]:
+                    base = preds[i, d]
+                    x = X[n, d]
+                    p_now = 1.0 - noise[1, d] if base > 0.5 else noise[0, d]
+                    p_with = 1.0 - noise[1, d]
+                    if x > 0.5:
+                        log_odds += math.log(p_with) - math.log(p_now)
+                    else:
+                        log_odds += math.log1p(-p_with) - math.log1p(-p_now)
+            if draw:
+                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
+                out[d] = 1.0 if rng.random() < p_one else 0.0
+            if out[d] > 0.5:
+                total += -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
+            else:
+                total += -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
+            continue
+        precision = 0.0
+        shift = 0.0
+        for i in range(n_rows):
+            n = rows[i]
+            if children[i] == 1 and observed[n, d]:
+                precision += 1.0 / noise[0, d]
+                shift += (X[n, d] - preds[i, d]) / noise[0, d]
+        if prior_kind == 0:
+            precision += 1.0 / (prior[0] * prior[0])
+            sd = 1.0 / math.sqrt(precision)
+            mean = shift / precision
+            if draw:
+                out[d] = mean + sd * rng.standard_normal()
+            total += -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+        else:
+            if precision == 0.0:
+                if draw:
+                    out[d] = rng.exponential(1.0 / prior[0])
+                total += math.log(prior[0]) - prior[0] * out[d]
+                continue
+            sd = 1.0 / math.sqrt(precision)
+            mean = (shift - prior[0]) / precision
+            if draw:
+                out[d] = _draw_positive_normal(mean, sd, rng)
+            total += (
+                -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+                - _log_upper_tail(-mean / sd)
+            )
+    return total

@@ -1,0 +1,355 @@
+"""Gibbs sampling for the correlated latent feature hierarchies (seed 000 chapter 7).
+
+DP-IBP (``upper="dp"``, ``link="or"``, eq. 7.3), IBP-IBP (``upper="ibp"``, ``link="or"``,
+eq. 7.6) and the noisy-or IBP-IBP (``upper="ibp"``, ``link="noisy_or"``, eq. 7.8), with
+the features ``A`` explicit (the seed's uncollapsed sampler, sec. 7.3), so that any
+:class:`~sklearn_ibp.likelihoods._feature_base.FeatureLikelihood` serves. One sweep:
+
+1. rows: the DP's category of each row by Neal's Algorithm 8 with fresh categories drawn
+   from the IBP predictive of ``M``, or the IBP's memberships of shared categories by
+   Metropolis flips and the row's own categories by a proposal from their prior;
+2. links: each category's links to shared features by Metropolis flips (eq. 7.5), its own
+   features by a proposal from their prior;
+3. noisy-or children ``z_nk`` by Gibbs (eq. 7.9);
+4. ``A`` and the likelihood's parameters given ``Z`` (the likelihood's own updates), then
+   ``alpha_C``, ``alpha_M`` and ``q``.
+
+Moves of steps 1-2 sample an entry of ``C`` or ``M`` jointly with the children it alone
+activates (sec. 7.2.3); see :mod:`._hierarchy_kernels` for the exact form of each move.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from numbers import Integral
+
+import numpy as np
+from sklearn.base import BaseEstimator
+from sklearn.utils._param_validation import Interval
+
+from .._slice import slice_sample
+from ..priors.crp import sample_alpha_posterior_crp
+from ..priors.ibp import sample_alpha_posterior
+from . import _hierarchy_kernels as kernels
+
+__all__ = ["HierarchyGibbs", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
+
+UPPER_CODES = {"dp": kernels.UPPER_DP, "ibp": kernels.UPPER_IBP}
+LINK_CODES = {"or": kernels.LINK_OR, "noisy_or": kernels.LINK_NOISY_OR}
+
+
+@dataclass
+class HierarchyState:
+    """The arrays of one chain; see :mod:`._hierarchy_kernels` for their meaning.
+
+    Only the first ``n_categories`` columns of ``C`` (rows of ``M``) and the first
+    ``n_features`` columns of ``Z`` (rows of ``A``) are live between sweeps.
+    """
+
+    X: np.ndarray
+    observed: np.ndarray
+    upper: int
+    link: int
+    C: np.ndarray
+    category: np.ndarray
+    M: np.ndarray
+    S: np.ndarray
+    Z: np.ndarray
+    A: np.ndarray
+    pred: np.ndarray
+    sizes: np.ndarray
+    links: np.ndarray
+    counts: np.ndarray
+    alpha_c: float
+    alpha_m: float
+    q: float
+    params: dict = field(default_factory=dict)
+
+    @property
+    def n_categories(self) -> int:
+        return int(self.counts[kernels.L_LIVE])
+
+    @property
+    def n_features(self) -> int:
+        return int(self.counts[kernels.K_LIVE])
+
+    @property
+    def live(self):
+        """``(C, M, Z, A)`` of the live categories and features (views)."""
+        L, K = self.n_categories, self.n_features
+        return self.C[:, :L], self.M[:L, :K], self.Z[:, :K], self.A[:K]
+
+
+class HierarchyGibbs(BaseEstimator):
+    """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (seed 000 sec. 7.2).
+
+    Parameters
+    ----------
+    n_auxiliary : int, default=3
+        Fresh categories offered to a row by Algorithm 8 (DP upper process only).
+    max_new_features : int, default=6
+        Largest number of new features one proposal may create (a truncation of the
+        Poisson proposal; the posterior mass beyond it is negligible for the rates met).
+    max_new_categories : int, default=4
+        Largest number of new categories one row may propose (IBP upper process).
+    """
+
+    _parameter_constraints: dict = {
+        "n_auxiliary": [Interval(Integral, 1, None, closed="left")],
+        "max_new_features": [Interval(Integral, 1, None, closed="left")],
+        "max_new_categories": [Interval(Integral, 1, None, closed="left")],
+    }
+
+    def __init__(self, n_auxiliary=3, max_new_features=6, max_new_categories=4):
+        self.n_auxiliary = n_auxiliary
+        self.max_new_features = max_new_features
+        self.max_new_categories = max_new_categories
+
+    # -- state ---------------------------------------------------------------------------
+    @staticmethod
+    def new_state(X, observed, likelihood, params, *, upper, link, alpha_c, alpha_m, q,
+                  C=None, M=None, Z=None, A=None, rng=None) -> HierarchyState:
+        """A state from explicit ``C``, ``M`` (and ``Z``, ``A``), or the empty start.
+
+        Without ``C`` the DP puts every row in one category and the IBP gives rows no
+        category; without ``M`` categories link no feature. ``Z`` defaults to
+        ``[C M > 0]`` and ``A`` to a draw from its prior.
+        """
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        N, D = X.shape
+        upper_code, link_code = UPPER_CODES[upper], LINK_CODES[link]
+        if C is None:
+            C = np.ones((N, 1), np.int8) if upper == "dp" else np.zeros((N, 0), np.int8)
+        C = np.asarray(C, dtype=np.int8)
+        L = C.shape[1]
+        if M is None:
+            M = np.zeros((L, 0), np.int8)
+        M = np.asarray(M, dtype=np.int8)
+        K = M.shape[1]
+        S = C.astype(np.int32) @ M.astype(np.int32)
+        Z = (S > 0).astype(np.int8) if Z is None else np.asarray(Z, dtype=np.int8)
+        if A is None:
+            A = likelihood.sample_prior_features(K, D, params, rng)
+        Lcap, Kcap = max(2 * L, L + 8), max(2 * K, K + 16)
+        state = HierarchyState(
+            X=X,
+            observed=np.ascontiguousarray(observed, dtype=np.uint8),
+            upper=upper_code,
+            link=link_code,
+            C=_pad(C, (N, Lcap)),
+            category=(np.argmax(C, axis=1) if L else np.zeros(N)).astype(np.int64),
+            M=_pad(M, (Lcap, Kcap)),
+            S=_pad(S.astype(np.int32), (N, Kcap)),
+            Z=_pad(Z, (N, Kcap)),
+            A=_pad(np.asarray(A, dtype=np.float64).reshape(K, D), (Kcap, D)),
+            pred=np.zeros((N, D)),
+            sizes=_pad(C.sum(axis=0).astype(np.int64), (Lcap,)),
+            links=_pad(M.sum(axis=0).astype(np.int64), (Kcap,)),
+            counts=np.array([L, K, L, K], dtype=np.int64),
+            alpha_c=float(alpha_c),
+            alpha_m=float(alpha_m),
+            q=float(q),
+            params=dict(params),
+        )
+        _refresh_prediction(state)
+        HierarchyGibbs.compact(state)
+        return state
+
+    @staticmethod
+    def compact(state: HierarchyState) -> None:
+        """Drop dead categories and features; keep live ones in their order."""
+        Ls, Ks = int(state.counts[kernels.L_SLOTS]), int(state.counts[kernels.K_SLOTS])
+        keep_l = np.flatnonzero(state.sizes[:Ls] > 0)
+        keep_k = np.flatnonzero(state.links[:Ks] > 0)
+        L, K = keep_l.size, keep_k.size
+        Lcap, Kcap = state.M.shape
+        N = state.X.shape[0]
+        C = np.zeros((N, Lcap), np.int8)
+        C[:, :L] = state.C[:, keep_l]
+        M = np.zeros((Lcap, Kcap), np.int8)
+        M[:L, :K] = state.M[np.ix_(keep_l, keep_k)]
+        S = np.zeros((N, Kcap), np.int32)
+        S[:, :K] = state.S[:, keep_k]
+        Z = np.zeros((N, Kcap), np.int8)
+        Z[:, :K] = state.Z[:, keep_k]
+        A = np.zeros_like(state.A)
+        A[:K] = state.A[keep_k]
+        sizes = np.zeros(Lcap, np.int64)
+        sizes[:L] = state.sizes[keep_l]
+        links = np.zeros(Kcap, np.int64)
+        links[:K] = state.links[keep_k]
+        relabel = np.full(max(Ls, 1), -1, np.int64)
+        relabel[keep_l] = np.arange(L)
+        if state.upper == kernels.UPPER_DP and N:
+            state.category[:] = relabel[state.category]
+        state.C, state.M, state.S, state.Z, state.A = C, M, S, Z, A
+        state.sizes, state.links = sizes, links
+        state.counts[:] = (L, K, L, K)
+
+    @staticmethod
+    def _grow(state: HierarchyState) -> None:
+        N, D = state.X.shape
+        Lcap, Kcap = state.M.shape
+        Lnew, Knew = 2 * Lcap + 8, 2 * Kcap + 16
+        state.C = _pad(state.C, (N, Lnew))
+        state.M = _pad(state.M, (Lnew, Knew))
+        state.S = _pad(state.S, (N, Knew))
+        state.Z = _pad(state.Z, (N, Knew))
+        state.A = _pad(state.A, (Knew, D))
+        state.sizes = _pad(state.sizes, (Lnew,))
+        state.links = _pad(state.links, (Knew,))
+
+    # -- one sweep -----------------------------------------------------------------------
+    def sweep(self, state: HierarchyState, likelihood, rng) -> None:
+        """Update ``C``, ``M``, the noisy-or ``Z`` and then ``A`` (steps 1-4 less the
+        hyperparameters, which :meth:`sample_hyperparameters` updates)."""
+        self.sweep_structure(state, likelihood, rng)
+        self.sample_features(state, likelihood, rng)
+
+    def sweep_structure(self, state: HierarchyState, likelihood, rng) -> None:
+        """Steps 1-3: categories, links and noisy-or children, with ``A`` held fixed."""
+        N, D = state.X.shape
+        noise = likelihood.noise_array(state.params, D)
+        prior = likelihood.prior_array(state.params)
+        obs, pkind = likelihood.observation_kind, likelihood.prior_kind
+        log_q = math.log(state.q) if state.q > 0.0 else -np.inf
+        start = 0
+        while True:
+            if state.upper == kernels.UPPER_DP:
+                start = kernels.dp_rows(
+                    start, state.X, state.observed, state.C, state.category, state.M,
+                    state.S, state.Z, state.A, state.pred, state.sizes, state.links,
+                    state.counts, state.alpha_c, state.alpha_m, log_q, state.link, obs,
+                    noise, pkind, prior, self.n_auxiliary, self.max_new_features, rng,
+                )
+            else:
+                start = kernels.ibp_rows(
+                    start, state.X, state.observed, state.C, state.M, state.S, state.Z,
+                    state.A, state.pred, state.sizes, state.links, state.counts,
+                    state.alpha_c, state.alpha_m, log_q, state.link, obs, noise, pkind,
+                    prior, self.max_new_categories, self.max_new_features, rng,
+                )
+            if start < 0:
+                break
+            self.compact(state)
+            self._grow(state)
+        self.compact(state)
+        start = 0
+        while True:
+            start = kernels.link_pass(
+                start, state.X, state.observed, state.C, state.M, state.S, state.Z,
+                state.A, state.pred, state.sizes, state.links, state.counts,
+                state.alpha_m, log_q, state.link, obs, noise, pkind, prior,
+                self.max_new_features, rng,
+            )
+            if start < 0:
+                break
+            self._grow(state)
+        self.compact(state)
+        if state.link == kernels.LINK_NOISY_OR:
+            kernels.child_pass(
+                state.X, state.observed, state.S, state.Z, state.A, state.pred,
+                state.n_features, log_q, obs, noise, rng,
+            )
+
+    @staticmethod
+    def sample_features(state: HierarchyState, likelihood, rng) -> None:
+        """Step 4a: ``A`` given ``Z`` by the likelihood's own update."""
+        _, _, Z, A = state.live
+        if state.X.shape[1]:
+            A_new = likelihood.sample_features(state.X, state.observed, Z, A, state.params,
+                                               rng)
+            state.A[: A_new.shape[0]] = A_new
+        _refresh_prediction(state)
+
+    @staticmethod
+    def sample_hyperparameters(state: HierarchyState, likelihood, rng, *, sample_q=True):
+        """Step 4b: the likelihood's parameters, ``alpha_C``, ``alpha_M`` and ``q``.
+
+        ``alpha_M ~ Gamma(1 + K, 1 + H_L)`` (the IBP over the ``L`` categories) and, for
+        the IBP upper process, ``alpha_C ~ Gamma(1 + L, 1 + H_N)`` (vague Gamma(1, 1)
+        priors, seed 000 sec. 5.1); for the DP, ``alpha_C`` by slice sampling under the
+        prior of :func:`~sklearn_ibp.priors.crp.sample_alpha_posterior_crp`. ``q`` has a
+        uniform prior and is slice-sampled from ``prod (1 - q^s)^z q^(s (1 - z))`` over the
+        entries with a parent.
+        """
+        _, _, Z, A = state.live
+        N, D = state.X.shape
+        if D:
+            state.params = likelihood.sample_parameters(
+                state.X, state.observed, Z, A, state.params, rng
+            )
+        L, K = state.n_categories, state.n_features
+        state.alpha_m = sample_alpha_posterior(K, L, rng)
+        if state.upper == kernels.UPPER_DP:
+            state.alpha_c = sample_alpha_posterior_crp(state.alpha_c, L, N, rng)
+        else:
+            state.alpha_c = sample_alpha_posterior(L, N, rng)
+        if state.link == kernels.LINK_NOISY_OR and sample_q:
+            state.q = _sample_q(state, rng)
+
+    # -- the joint ----------------------------------------------------------------------
+    @staticmethod
+    def log_joint(state: HierarchyState, likelihood) -> float:
+        """``log p(C, M, Z, A, X)`` at the current hyperparameters."""
+        from ..priors.hierarchy import hierarchy_log_prob
+
+        C, M, Z, A = state.live
+        upper = "dp" if state.upper == kernels.UPPER_DP else "ibp"
+        link = "or" if state.link == kernels.LINK_OR else "noisy_or"
+        value = hierarchy_log_prob(C, M, Z, state.alpha_c, state.alpha_m, upper, link,
+                                   q=state.q)
+        if state.X.shape[1]:
+            value += likelihood.log_prior_features(A, state.params)
+            value += likelihood.log_likelihood(state.X, state.observed, Z, A, state.params)
+        return float(value)
+
+    @staticmethod
+    def convert(state: HierarchyState, *, upper=None, link=None) -> None:
+        """Turn a chain of a simpler model into one of a richer model in place.
+
+        A DP state is a valid IBP state (one category per row) and an ``or`` state a
+        valid noisy-or state (every child with a parent on): the seed initialises richer
+        models from the final sample of simpler ones (sec. 7.3).
+        """
+        if upper is not None:
+            state.upper = UPPER_CODES[upper]
+        if link is not None:
+            state.link = LINK_CODES[link]
+
+
+def _pad(array, shape):
+    out = np.zeros(shape, dtype=array.dtype)
+    out[tuple(slice(0, s) for s in array.shape)] = array
+    return out
+
+
+def _refresh_prediction(state: HierarchyState) -> None:
+    _, _, Z, A = state.live
+    state.pred = np.ascontiguousarray(Z.astype(np.float64) @ A)
+
+
+def _sample_q(state: HierarchyState, rng) -> float:
+    """Slice-sample ``q`` (uniform prior) given the parent counts and children."""
+    K = state.n_features
+    S = state.S[:, :K]
+    Z = state.Z[:, :K]
+    has_parent = S > 0
+    s_on = S[has_parent & (Z == 1)].astype(float)
+    off_total = float(S[has_parent & (Z == 0)].sum())
+
+    def log_density(u):
+        # q = sigmoid(u) with the Jacobian q (1 - q) of the uniform prior.
+        if u > 40.0 or u < -40.0:
+            return -math.inf
+        log_q = -math.log1p(math.exp(-u))
+        log_1mq = -math.log1p(math.exp(u))
+        value = log_q + log_1mq + off_total * log_q
+        if s_on.size:
+            value += float(np.sum(np.log(-np.expm1(s_on * log_q))))
+        return value
+
+    q = min(max(state.q, 1e-12), 1.0 - 1e-12)
+    u = slice_sample(log_density, math.log(q) - math.log1p(-q), rng, width=2.0)
+    return float(1.0 / (1.0 + math.exp(-u)))
