@@ -76,6 +76,14 @@ def draw_child(s, log_q, link, rng):
 
 
 @njit(cache=True)
+def draw_child_legacy(s, log_q, link):
+    """:func:`draw_child` from numba's internal generator (seeded per new row)."""
+    if link == LINK_OR:
+        return 1
+    return 1 if np.random.random() < -math.expm1(s * log_q) else 0  # noqa: NPY002
+
+
+@njit(cache=True)
 def _poisson(rate, k_max, rng):
     """A Poisson(rate) draw truncated at ``k_max`` (by rejection)."""
     while True:
@@ -175,17 +183,17 @@ def dp_rows(
         z_opts = np.zeros((n_opts, K_slots + n_auxiliary * max_new), dtype=np.int8)
         aux_new = np.zeros(n_auxiliary, dtype=np.int64)
         # Existing categories.
-        for l in range(L_slots):
-            if sizes[l] == 0:
+        for cat in range(L_slots):
+            if sizes[cat] == 0:
                 continue
-            if l == l0:
+            if cat == l0:
                 for k in range(K_slots):
-                    z_opts[l, k] = Z[n, k]
+                    z_opts[cat, k] = Z[n, k]
             else:
                 for k in range(K_slots):
-                    if M[l, k] == 1:
-                        z_opts[l, k] = draw_child(1, log_q, link, rng)
-            log_w[l] = math.log(sizes[l])
+                    if M[cat, k] == 1:
+                        z_opts[cat, k] = draw_child(1, log_q, link, rng)
+            log_w[cat] = math.log(sizes[cat])
         # Auxiliary categories.
         log_aux = math.log(alpha_c / n_auxiliary)
         first_fresh = 0
@@ -304,15 +312,15 @@ def ibp_rows(
             return n
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         # Shared categories.
-        for l in range(L_slots):
-            if sizes[l] == 0:
+        for cat in range(L_slots):
+            if sizes[cat] == 0:
                 continue
-            others = sizes[l] - C[n, l]
+            others = sizes[cat] - C[n, cat]
             if others == 0:
                 continue
             for k in range(K_slots):
-                shift[k] = M[l, k]
-            sign = -1 if C[n, l] == 1 else 1
+                shift[k] = M[cat, k]
+            sign = -1 if C[n, cat] == 1 else 1
             n_changes, log_ratio = _change_parents(
                 n, shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng
             )
@@ -323,18 +331,18 @@ def ibp_rows(
             if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
                 _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, ks, deltas,
                                n_changes, new_pred)
-                C[n, l] = 1 if sign == 1 else 0
-                sizes[l] += sign
+                C[n, cat] = 1 if sign == 1 else 0
+                sizes[cat] += sign
                 log_lik = new_lik
         # Own categories: the current ones and the features only they link.
         n_own = 0
         for k in range(K_slots):
             shift[k] = 0
-        for l in range(L_slots):
-            if C[n, l] == 1 and sizes[l] == 1:
+        for cat in range(L_slots):
+            if C[n, cat] == 1 and sizes[cat] == 1:
                 n_own += 1
                 for k in range(K_slots):
-                    shift[k] -= M[l, k]
+                    shift[k] -= M[cat, k]
         L_minus = counts[L_LIVE] - n_own
         # Proposal: new categories with links from the IBP predictive over categories.
         n_cat = _poisson(alpha_c / N, max_new_categories, rng)
@@ -349,7 +357,7 @@ def ibp_rows(
                 if link_count[k] > 0 and rng.random() * customers < link_count[k]:
                     prop_links[j, k] = 1
             t_new = _poisson(alpha_m / customers, max_new, rng)
-            for t in range(t_new):
+            for _ in range(t_new):
                 k = K_slots + n_feat
                 draw_prior_feature(prior_kind, prior, A[k], rng)
                 prop_links[j, k] = 1
@@ -394,16 +402,16 @@ def ibp_rows(
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
             continue
         # Accept: remove the own categories (their exclusive features die), add the new.
-        for l in range(L_slots):
-            if C[n, l] == 1 and sizes[l] == 1:
+        for cat in range(L_slots):
+            if C[n, cat] == 1 and sizes[cat] == 1:
                 for k in range(K_slots):
-                    if M[l, k] == 1:
-                        M[l, k] = 0
+                    if M[cat, k] == 1:
+                        M[cat, k] = 0
                         links[k] -= 1
                         if links[k] == 0:
                             counts[K_LIVE] -= 1
-                C[n, l] = 0
-                sizes[l] = 0
+                C[n, cat] = 0
+                sizes[cat] = 0
                 counts[L_LIVE] -= 1
         base = counts[K_SLOTS]  # == K_slots: new features were drawn into these slots
         for t in range(n_feat):
@@ -411,17 +419,17 @@ def ibp_rows(
             S[:, base + t] = 0
             Z[:, base + t] = 0
         for j in range(n_cat):
-            l = counts[L_SLOTS]
+            cat = counts[L_SLOTS]
             counts[L_SLOTS] += 1
             counts[L_LIVE] += 1
             for k in range(width):
-                M[l, k] = prop_links[j, k]
+                M[cat, k] = prop_links[j, k]
                 if prop_links[j, k] == 1:
                     if links[k] == 0:
                         counts[K_LIVE] += 1
                     links[k] += 1
-            C[n, l] = 1
-            sizes[l] = 1
+            C[n, cat] = 1
+            sizes[cat] = 1
         counts[K_SLOTS] += n_feat
         for k in range(width):
             S[n, k] += proposal_shift[k]
@@ -459,15 +467,15 @@ def link_pass(
     old_liks = np.empty(N)
     new_liks = np.empty(N)
     children = np.empty(N, dtype=np.int64)
-    for l in range(start, counts[L_SLOTS]):
+    for cat in range(start, counts[L_SLOTS]):
         K_slots = counts[K_SLOTS]
         if K_slots + max_new > Kcap:
-            return l
-        if sizes[l] == 0:
+            return cat
+        if sizes[cat] == 0:
             continue
         n_members = 0
         for n in range(N):
-            if C[n, l] == 1:
+            if C[n, cat] == 1:
                 members[n_members] = n
                 n_members += 1
         L_live = counts[L_LIVE]
@@ -478,13 +486,13 @@ def link_pass(
         for k in range(K_slots):
             if links[k] == 0:
                 continue
-            others = links[k] - M[l, k]
+            others = links[k] - M[cat, k]
             if others == 0:
                 continue
             for kk in range(K_slots):
                 shift[kk] = 0
             shift[k] = 1
-            sign = -1 if M[l, k] == 1 else 1
+            sign = -1 if M[cat, k] == 1 else 1
             log_odds = math.log(others) - math.log(L_live - others)
             log_accept = log_odds if sign == 1 else -log_odds
             for i in range(n_members):
@@ -506,13 +514,13 @@ def link_pass(
                     _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, member_ks[i],
                                    member_deltas[i], member_changes[i], new_preds[i])
                     old_liks[i] = new_liks[i]
-                M[l, k] = 1 if sign == 1 else 0
+                M[cat, k] = 1 if sign == 1 else 0
                 links[k] += sign
         # Own features: replace them by new ones proposed from the members' data.
         n_new = _poisson(alpha_m / L_live, max_new, rng)
         n_own = 0
         for k in range(K_slots):
-            if M[l, k] == 1 and links[k] == 1:
+            if M[cat, k] == 1 and links[k] == 1:
                 n_own += 1
         if n_new == 0 and n_own == 0:
             continue
@@ -521,14 +529,14 @@ def link_pass(
             for d in range(D):
                 new_preds[i, d] = pred[n, d]
             for k in range(K_slots):
-                if M[l, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
                     for d in range(D):
                         new_preds[i, d] -= A[k, d]
         # Reverse move: the proposal density of the current own features, in slot order,
         # each given the ones before it.
         log_accept = 0.0
         for k in range(K_slots):
-            if not (M[l, k] == 1 and links[k] == 1):
+            if not (M[cat, k] == 1 and links[k] == 1):
                 continue
             for i in range(n_members):
                 children[i] = Z[members[i], k]
@@ -545,7 +553,7 @@ def link_pass(
             for d in range(D):
                 new_preds[i, d] = pred[n, d]
             for k in range(K_slots):
-                if M[l, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
                     for d in range(D):
                         new_preds[i, d] -= A[k, d]
         # Forward move: children from their prior, then each feature from the data.
@@ -570,8 +578,8 @@ def link_pass(
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
             continue
         for k in range(K_slots):
-            if M[l, k] == 1 and links[k] == 1:
-                M[l, k] = 0
+            if M[cat, k] == 1 and links[k] == 1:
+                M[cat, k] = 0
                 links[k] = 0
                 counts[K_LIVE] -= 1
                 for i in range(n_members):
@@ -580,7 +588,7 @@ def link_pass(
                     Z[n, k] = 0
         for t in range(n_new):
             k = K_slots + t
-            M[l, k] = 1
+            M[cat, k] = 1
             links[k] = 1
             S[:, k] = 0
             Z[:, k] = 0
@@ -746,3 +754,169 @@ def feature_proposal(
                 - _log_upper_tail(-mean / sd)
             )
     return total
+
+
+# --------------------------------------------------------------------------------------
+# New rows: feature probabilities with the fitted structure held fixed
+# --------------------------------------------------------------------------------------
+@njit(cache=True)
+def new_row_feature_probabilities(
+    X, observed, M, A, category_log_prior, upper, link, log_q, obs_kind, noise,
+    n_sweeps, n_burn, seed,
+):
+    """``E[z_nk | x_n]`` of new rows given fitted ``M``, ``A`` and category priors.
+
+    Each row is treated alone by a Gibbs sampler over its categories (and, for the
+    noisy-or, its children) with ``M`` and ``A`` held fixed, restarted from the same
+    ``seed`` for every row: the result is deterministic and depends on that row only.
+    The average is Rao-Blackwellised: the DP's category is enumerated exactly at every
+    sweep and the noisy-or children contribute their conditional probabilities. For the
+    DP with the ``or`` link a single sweep is the exact posterior.
+
+    ``category_log_prior`` holds, per category, the log prior weight of a DP row joining
+    it, or the IBP log odds of a row having it.
+    """
+    N, D = X.shape
+    L, K = M.shape
+    out = np.zeros((N, K))
+    pred = np.empty(D)
+    flip = np.empty(D)
+    c = np.zeros(L, dtype=np.int64)
+    z = np.zeros(K, dtype=np.int64)
+    s = np.zeros(K, dtype=np.int64)
+    zs = np.zeros(K, dtype=np.int64)
+    weights = np.empty(max(L, 1))
+    for n in range(N):
+        np.random.seed(seed)  # noqa: NPY002 (one stream per new row)
+        for cat in range(L):
+            c[cat] = 0
+        for k in range(K):
+            z[k] = 0
+            s[k] = 0
+        for d in range(D):
+            pred[d] = 0.0
+        kept = 0
+        for sweep in range(n_sweeps):
+            if upper == UPPER_DP and L > 0:
+                for cat in range(L):
+                    for d in range(D):
+                        flip[d] = 0.0
+                    for k in range(K):
+                        if M[cat, k] == 1 and (link == LINK_OR or z[k] == 1):
+                            for d in range(D):
+                                flip[d] += A[k, d]
+                    weights[cat] = category_log_prior[cat] + row_log_likelihood(
+                        obs_kind, X[n], observed[n], flip, noise
+                    )
+                top = -np.inf
+                for cat in range(L):
+                    top = max(top, weights[cat])
+                total = 0.0
+                for cat in range(L):
+                    weights[cat] = math.exp(weights[cat] - top)
+                    total += weights[cat]
+                u = np.random.random() * total  # noqa: NPY002
+                chosen = L - 1
+                acc = 0.0
+                for cat in range(L):
+                    acc += weights[cat]
+                    if u < acc:
+                        chosen = cat
+                        break
+                if sweep >= n_burn and link == LINK_OR:
+                    for cat in range(L):
+                        for k in range(K):
+                            if M[cat, k] == 1:
+                                out[n, k] += weights[cat] / total
+                for cat in range(L):
+                    c[cat] = 1 if cat == chosen else 0
+                for k in range(K):
+                    s[k] = M[chosen, k]
+                    if link == LINK_OR:
+                        z[k] = s[k]
+                    elif s[k] == 0:
+                        z[k] = 0
+                    elif z[k] == 0 and sweep == 0:
+                        z[k] = 1
+            elif upper == UPPER_IBP:
+                # Metropolis flips of c_l jointly with the children it alone activates,
+                # as in ibp_rows.
+                for cat in range(L):
+                    for d in range(D):
+                        pred[d] = 0.0
+                    for k in range(K):
+                        if z[k] == 1:
+                            for d in range(D):
+                                pred[d] += A[k, d]
+                    sign = -1 if c[cat] == 1 else 1
+                    log_accept = category_log_prior[cat] if sign == 1 else -category_log_prior[cat]
+                    for d in range(D):
+                        flip[d] = pred[d]
+                    for k in range(K):
+                        if M[cat, k] == 0:
+                            zs[k] = z[k]
+                            continue
+                        s_new = s[k] + sign
+                        if s[k] == 0:
+                            zs[k] = draw_child_legacy(s_new, log_q, link)
+                        elif s_new == 0:
+                            zs[k] = 0
+                        else:
+                            zs[k] = z[k]
+                            if link == LINK_NOISY_OR:
+                                log_accept += child_log_prior(
+                                    z[k], s_new, log_q, link
+                                ) - child_log_prior(z[k], s[k], log_q, link)
+                        if zs[k] != z[k]:
+                            for d in range(D):
+                                flip[d] += (zs[k] - z[k]) * A[k, d]
+                    log_accept += row_log_likelihood(
+                        obs_kind, X[n], observed[n], flip, noise
+                    ) - row_log_likelihood(obs_kind, X[n], observed[n], pred, noise)
+                    if log_accept >= 0.0 or np.random.random() < math.exp(log_accept):  # noqa: NPY002
+                        c[cat] += sign
+                        for k in range(K):
+                            if M[cat, k] == 1:
+                                s[k] += sign
+                            z[k] = zs[k]
+                if sweep >= n_burn and link == LINK_OR:
+                    for k in range(K):
+                        out[n, k] += z[k]
+            if link == LINK_NOISY_OR:
+                for d in range(D):
+                    pred[d] = 0.0
+                for k in range(K):
+                    if z[k] == 1:
+                        for d in range(D):
+                            pred[d] += A[k, d]
+                for k in range(K):
+                    if s[k] == 0:
+                        continue
+                    for d in range(D):
+                        flip[d] = pred[d] + (1.0 - 2.0 * z[k]) * A[k, d]
+                    lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred, noise)
+                    lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], flip, noise)
+                    log_on = child_log_prior(1, s[k], log_q, LINK_NOISY_OR)
+                    log_off = s[k] * log_q
+                    if z[k] == 1:
+                        log_on += lik_cur
+                        log_off += lik_flip
+                    else:
+                        log_on += lik_flip
+                        log_off += lik_cur
+                    top = max(log_on, log_off)
+                    p_on = math.exp(log_on - top) / (
+                        math.exp(log_on - top) + math.exp(log_off - top)
+                    )
+                    if sweep >= n_burn:
+                        out[n, k] += p_on
+                    new_z = 1 if np.random.random() < p_on else 0  # noqa: NPY002
+                    if new_z != z[k]:
+                        z[k] = new_z
+                        for d in range(D):
+                            pred[d] = flip[d]
+            if sweep >= n_burn:
+                kept += 1
+        for k in range(K):
+            out[n, k] /= max(kept, 1)
+    return out
