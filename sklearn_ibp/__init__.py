@@ -5,8 +5,14 @@ scikit-learn contract (``fit``/``transform``/``score``, ``Pipeline``, ``GridSear
 their samplers run in numba-compiled kernels.
 """
 
-from .estimators import DistanceDependentIBP, DPMixture, IBPFactorAnalysis
+from .estimators import DistanceDependentIBP, DPMixture, IBPFactorAnalysis, NoisyOrHierarchy
 
 __version__ = "0.1.0.dev0"
 
-__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis", "__version__"]
+__all__ = [
+    "DPMixture",
+    "DistanceDependentIBP",
+    "IBPFactorAnalysis",
+    "NoisyOrHierarchy",
+    "__version__",
+]

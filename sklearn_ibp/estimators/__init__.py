@@ -3,5 +3,6 @@
 from .distance_dependent import DistanceDependentIBP
 from .dp_mixture import DPMixture
 from .factor_analysis import IBPFactorAnalysis
+from .noisy_or_hierarchy import NoisyOrHierarchy
 
-__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis"]
+__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis", "NoisyOrHierarchy"]

@@ -200,6 +200,11 @@ class HierarchyGibbs(BaseEstimator):
         state.sizes = _pad(state.sizes, (Lnew,))
         state.links = _pad(state.links, (Knew,))
 
+    @staticmethod
+    def set_data(state: HierarchyState, X) -> None:
+        """Continue the chain on new values of the data (same shape)."""
+        state.X = np.ascontiguousarray(X, dtype=np.float64)
+
     # -- one sweep -----------------------------------------------------------------------
     def sweep(self, state: HierarchyState, likelihood, rng) -> None:
         """Update ``C``, ``M``, the noisy-or ``Z`` and then ``A`` (steps 1-4 less the

@@ -1,0 +1,403 @@
+"""NoisyOrHierarchy: correlated latent features through categories (seed 000 chapter 7)."""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..base import BaseIBPSampler
+from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
+from ..solvers import _hierarchy_kernels as kernels
+from ..solvers.hierarchy_gibbs import HierarchyGibbs
+from .factor_analysis import _check_missing_pattern
+
+__all__ = ["NoisyOrHierarchy"]
+
+#: Observation models accepted by ``likelihood=...``.
+LIKELIHOODS = {
+    "gaussian": LinearGaussianFeatures,
+    "exponential": ExponentialGaussian,
+    "bernoulli": BinaryDetection,
+}
+
+# The simpler models a chain passes through before the requested one (sec. 7.3).
+_STAGES = {
+    ("dp", "or"): [],
+    ("dp", "noisy_or"): [("dp", "or")],
+    ("ibp", "or"): [("dp", "or")],
+    ("ibp", "noisy_or"): [("dp", "or"), ("ibp", "or")],
+}
+
+# Sweeps of the transform's per-row sampler, and the discarded first ones.
+_TRANSFORM_SWEEPS, _TRANSFORM_BURN = 60, 10
+
+
+class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
+    """Correlated latent features: rows choose categories, categories choose features.
+
+    The correlated nonparametric feature models of Doshi-Velez (2009, chapter 7). Rows
+    belong to categories ``C``, categories link to features ``M``, and the features of a
+    row are ``Z = f(C M)``; the data follow ``x = z A + noise`` (or a binary detection
+    model). Features that occur together (a desk with a pen) are explained by a category
+    that links them (a *motif*):
+
+    * ``upper="dp", link="or"``: the DP-IBP (eq. 7.3), one category per row, ``Z = C M``;
+    * ``upper="ibp", link="or"``: the IBP-IBP (eq. 7.6), ``z_nk = [c_n . m_k > 0]``;
+    * ``upper="ibp", link="noisy_or"``: the noisy-or IBP-IBP (eq. 7.8),
+      ``P(z_nk = 1) = 1 - q^(c_n . m_k)``; a feature is never on without a parent.
+
+    Parameters
+    ----------
+    upper : {"ibp", "dp"}, default="ibp"
+        Process over the categories: an IBP (rows may belong to several categories) or a
+        Dirichlet process (one category per row, a clustering).
+    link : {"noisy_or", "or"}, default="noisy_or"
+        How categories switch features on.
+    q : float, default=0.1
+        Noisy-or noise: the probability that one active parent fails to switch its child
+        on (the starting value when hyperparameters are sampled).
+    alpha_categories : float, default=1.0
+        Concentration of the process over categories (starting value when sampled).
+    alpha_features : float, default=1.0
+        Concentration of the IBP over the links of categories to features.
+    likelihood : {"gaussian", "exponential", "bernoulli"}, default="gaussian"
+        ``"gaussian"``: ``x = z A + e`` with Gaussian ``A`` and noise; ``"exponential"``:
+        the same with non-negative features, ``a_kd ~ Exponential(rate)`` (appendix
+        A.2); ``"bernoulli"``: binary ``x`` with binary ``A``, per-dimension false
+        detection and miss rates (sec. 7.3).
+    solver : "gibbs" or HierarchyGibbs, default="gibbs"
+        The sampler (:class:`~sklearn_ibp.solvers.hierarchy_gibbs.HierarchyGibbs`), or
+        a configured instance of it.
+    init_iter : int, default=20
+        Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
+        then the IBP-IBP, then the noisy-or (the seed's initialisation, sec. 7.3). They
+        are not recorded in the traces.
+    n_iter : int, default=200
+        Sweeps per chain of the requested model.
+    burn_in : int or None, default=None
+        Sweeps discarded per chain; None means ``n_iter // 2``.
+    thin : int, default=1
+        Keep every ``thin``-th sweep after burn-in.
+    n_chains : int, default=1
+        Independent chains.
+    sample_hyperparameters : bool, default=True
+        Resample ``alpha_categories``, ``alpha_features``, ``q`` and the likelihood's
+        parameters under vague priors every sweep.
+    warm_start : bool, default=False
+        Continue the previous chains on the next ``fit``.
+    random_state : int, RandomState instance or None, default=None
+        Seed of everything random, including the compiled kernels.
+    verbose : int, default=0
+        Show a progress bar.
+
+    Attributes
+    ----------
+    components_ : ndarray of shape (n_components, n_features_in)
+        The features ``A`` of the kept sample with the highest log joint probability.
+    Z_ : ndarray of shape (n_samples, n_components)
+        Feature assignments of the training rows.
+    categories_ : ndarray of shape (n_samples, n_categories)
+        Category memberships ``C`` of the training rows.
+    connections_ : ndarray of shape (n_categories, n_components)
+        Links ``M`` from categories to features.
+    motifs_ : ndarray of shape (n_motifs, n_components)
+        The distinct sets of features that categories link (categories with the same
+        links are one motif), most used first.
+    motif_counts_ : ndarray of shape (n_motifs,)
+        Training rows in the categories of each motif.
+    n_components_, n_categories_ : int
+        Number of features and of categories.
+    alpha_categories_, alpha_features_, q_ : float
+        Hyperparameters of that sample.
+    likelihood_params_ : dict
+        The likelihood's parameters of that sample (``sigma_x``, ``rate``, ...).
+    samples_ : list of dict
+        Kept samples (``C``, ``M``, ``Z``, ``A`` and scalars).
+    traces_ : dict of ndarray of shape (n_chains, n_iter)
+        ``log_joint``, ``n_features``, ``n_categories``, ``alpha_categories``,
+        ``alpha_features``, ``q`` and the likelihood's scalar parameters per sweep.
+    n_iter_ : int
+        Sweeps run per chain.
+    interrupted_ : bool
+        Whether the fit was interrupted (the samples so far are kept).
+    n_features_in_ : int
+        Number of columns seen in ``fit``.
+
+    See Also
+    --------
+    IBPFactorAnalysis : Independent features (no categories).
+    DPMixture : Flat clustering.
+
+    Examples
+    --------
+    >>> from sklearn_ibp import NoisyOrHierarchy
+    >>> from sklearn_ibp.datasets import make_correlated_block_images
+    >>> X, Z, A, C = make_correlated_block_images(200, random_state=0)
+    >>> model = NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential",
+    ...                          n_iter=40, random_state=0).fit(X)
+    >>> model.transform(X[:3]).shape[0]
+    3
+    """
+
+    _parameter_constraints: dict = {
+        **BaseIBPSampler._parameter_constraints,
+        "upper": [StrOptions({"ibp", "dp"})],
+        "link": [StrOptions({"noisy_or", "or"})],
+        "q": [Interval(Real, 0, 1, closed="neither")],
+        "alpha_categories": [Interval(Real, 0, None, closed="neither")],
+        "alpha_features": [Interval(Real, 0, None, closed="neither")],
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "solver": [StrOptions({"gibbs"}), HasMethods(["sweep_structure", "sample_features"])],
+        "init_iter": [Interval(Integral, 0, None, closed="left")],
+    }
+
+    def __init__(
+        self,
+        upper="ibp",
+        link="noisy_or",
+        q=0.1,
+        alpha_categories=1.0,
+        alpha_features=1.0,
+        likelihood="gaussian",
+        solver="gibbs",
+        init_iter=20,
+        n_iter=200,
+        burn_in=None,
+        thin=1,
+        n_chains=1,
+        sample_hyperparameters=True,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.upper = upper
+        self.link = link
+        self.q = q
+        self.alpha_categories = alpha_categories
+        self.alpha_features = alpha_features
+        self.likelihood = likelihood
+        self.solver = solver
+        self.init_iter = init_iter
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.sample_hyperparameters = sample_hyperparameters
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.allow_nan = True
+        tags.non_deterministic = False
+        return tags
+
+    # -- fitting ------------------------------------------------------------------------
+    def _resolve_solver(self):
+        if isinstance(self.solver, str):
+            return HierarchyGibbs()
+        return clone(self.solver)
+
+    @property
+    def _trace_names(self):
+        names = ("log_joint", "n_features", "n_categories", "alpha_categories",
+                 "alpha_features", "q")
+        return names + tuple(LIKELIHOODS[self.likelihood].parameter_names)
+
+    def _trace_values(self, state, log_joint):
+        params = tuple(float(state.params[name]) for name in self._likelihood.parameter_names)
+        return (log_joint, state.n_features, state.n_categories, state.alpha_c,
+                state.alpha_m, state.q) + params
+
+    def _initialize_chain(self, solver, X, hyper, init, rng):
+        lik = self._likelihood
+        params = lik.initial_parameters(X, self._observed)
+        stages = _STAGES[(self.upper, self.link)] + [(self.upper, self.link)]
+        first_upper, first_link = stages[0]
+        state = solver.new_state(
+            X, self._observed, lik, params, upper=first_upper, link=first_link,
+            alpha_c=self.alpha_categories, alpha_m=self.alpha_features, q=self.q, rng=rng,
+        )
+        for upper, link in stages[:-1]:
+            solver.convert(state, upper=upper, link=link)
+            for _ in range(self.init_iter):
+                self._iterate(solver, state, rng, None)
+        solver.convert(state, upper=self.upper, link=self.link)
+        return state
+
+    def _iterate(self, solver, state, rng, missing):
+        solver.sweep(state, self._likelihood, rng)
+        if self.sample_hyperparameters:
+            solver.sample_hyperparameters(state, self._likelihood, rng)
+
+    def _log_joint(self, solver, state) -> float:
+        return solver.log_joint(state, self._likelihood)
+
+    def _snapshot(self, state, chain, log_joint):
+        C, M, Z, A = state.live
+        return {
+            "C": C.copy(),
+            "M": M.copy(),
+            "Z": Z.copy(),
+            "A": A.copy(),
+            "alpha_categories": state.alpha_c,
+            "alpha_features": state.alpha_m,
+            "q": state.q,
+            "params": {k: np.copy(v) if np.ndim(v) else float(v)
+                       for k, v in state.params.items()},
+            "log_joint": float(log_joint),
+            "chain": chain,
+        }
+
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y=None):
+        """Sample the posterior over categories, links, features and ``A`` given ``X``.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Training data; NaN marks a missing entry (masked out of the likelihood).
+        y : Ignored
+            Not used, present for API consistency.
+
+        Returns
+        -------
+        self : NoisyOrHierarchy
+            The fitted estimator.
+        """
+        continuing = self.warm_start and hasattr(self, "_chains")
+        X = validate_data(
+            self, X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2,
+            reset=not continuing,
+        )
+        missing = np.isnan(X)
+        _check_missing_pattern(missing)
+        lik = LIKELIHOODS[self.likelihood]()
+        observed = (~missing).astype(np.uint8)
+        X0 = np.where(missing, 0.0, X)
+        lik.check_data(X0, observed)
+        if continuing and X.shape[0] != self._chains[0]["state"].X.shape[0]:
+            raise ValueError(
+                f"warm_start=True continues the previous chains, which were fitted on "
+                f"{self._chains[0]['state'].X.shape[0]} rows; X has {X.shape[0]} rows."
+            )
+        self._likelihood = lik
+        self._observed = observed
+        solver = self._solver if continuing else self._resolve_solver()
+        if continuing:
+            for chain in self._chains:
+                chain["state"].observed = observed
+        self._run_chains(X0, None, {}, solver, None)
+        self._solver = solver
+        self._set_posterior()
+        return self
+
+    def _set_posterior(self):
+        best = self._best_sample()
+        self.categories_ = best["C"].astype(np.int8)
+        self.connections_ = best["M"].astype(np.int8)
+        self.Z_ = best["Z"].astype(np.int8)
+        self.components_ = best["A"]
+        self.alpha_categories_ = best["alpha_categories"]
+        self.alpha_features_ = best["alpha_features"]
+        self.q_ = best["q"]
+        self.likelihood_params_ = dict(best["params"])
+        self.n_components_ = int(self.Z_.shape[1])
+        self.n_categories_ = int(self.categories_.shape[1])
+        sizes = self.categories_.sum(axis=0)
+        if self.n_categories_:
+            motifs, inverse = np.unique(self.connections_, axis=0, return_inverse=True)
+            counts = np.bincount(np.ravel(inverse), weights=sizes, minlength=len(motifs))
+            order = np.argsort(-counts, kind="stable")
+            self.motifs_ = motifs[order].astype(np.int8)
+            self.motif_counts_ = counts[order].astype(np.int64)
+        else:
+            self.motifs_ = np.zeros((0, self.n_components_), np.int8)
+            self.motif_counts_ = np.zeros(0, np.int64)
+
+    # -- new rows -----------------------------------------------------------------------
+    def _category_log_prior(self):
+        """A new row's prior over the fitted categories (the ``N+1``-th customer)."""
+        sizes = self.categories_.sum(axis=0).astype(float)
+        n_train = self.categories_.shape[0]
+        if self.upper == "dp":
+            # Joining category l has weight n_l; a new category is left out (renormalised).
+            return np.log(sizes)
+        return np.log(sizes) - np.log(n_train + 1.0 - sizes)
+
+    def transform(self, X):
+        """Posterior probability that each new row has each fitted feature.
+
+        The categories, links and features are held at the fitted sample; each row's
+        categories (and noisy-or features) are sampled alone with a fixed seed, so the
+        result is deterministic and depends on that row only. For the DP with the ``or``
+        link the probabilities are exact (an enumeration of the categories); otherwise
+        they average ``60`` Gibbs sweeps after ``10`` discarded ones. A new row is offered
+        only the fitted categories.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_features)
+            Rows, NaN for missing entries.
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_components)
+            ``E[z_nk | x_n]``.
+        """
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
+                          reset=False)
+        missing = np.isnan(X)
+        observed = (~missing).astype(np.uint8)
+        X0 = np.ascontiguousarray(np.where(missing, 0.0, X))
+        lik = LIKELIHOODS[self.likelihood]()
+        lik.check_data(X0, observed)
+        if self.n_components_ == 0 or self.n_categories_ == 0:
+            return np.zeros((X.shape[0], self.n_components_))
+        exact = self.upper == "dp" and self.link == "or"
+        return kernels.new_row_feature_probabilities(
+            X0, observed, np.ascontiguousarray(self.connections_),
+            np.ascontiguousarray(self.components_, dtype=np.float64),
+            self._category_log_prior(),
+            kernels.UPPER_DP if self.upper == "dp" else kernels.UPPER_IBP,
+            kernels.LINK_OR if self.link == "or" else kernels.LINK_NOISY_OR,
+            math.log(self.q_), lik.observation_kind,
+            lik.noise_array(self.likelihood_params_, X.shape[1]),
+            1 if exact else _TRANSFORM_SWEEPS, 0 if exact else _TRANSFORM_BURN, 0,
+        )
+
+    def inverse_transform(self, X):
+        """Map feature assignments (or probabilities) back to data space.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_samples, n_components)
+
+        Returns
+        -------
+        ndarray of shape (n_samples, n_features)
+            ``z A`` for the real-valued likelihoods; for ``"bernoulli"`` the probability
+            that each entry is 1 given ``z`` (probabilities are rounded to features).
+        """
+        check_is_fitted(self)
+        Z = np.asarray(X, dtype=float)
+        if Z.ndim != 2 or Z.shape[1] != self.n_components_:
+            raise ValueError(
+                f"X must have shape (n_samples, {self.n_components_}) (one column per "
+                f"fitted feature); got {Z.shape}."
+            )
+        lik = LIKELIHOODS[self.likelihood]()
+        if self.likelihood == "bernoulli":
+            Z = (Z > 0.5).astype(float)
+        return lik.predict(Z, self.components_, self.likelihood_params_)
+
+    @property
+    def _n_features_out(self):
+        return self.n_components_
