@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import numbers
+
 import numpy as np
 from sklearn.utils import check_random_state
 
 from .priors.ibp import sample_ibp
 
 __all__ = [
+    "BLOCK_COMBINATIONS",
     "BLOCK_SHAPES",
+    "make_correlated_block_images",
     "make_block_image_sequence",
     "make_block_images",
     "make_dd_ibp",
@@ -21,6 +25,23 @@ BLOCK_SHAPES = (
     ((0, 1, 0), (1, 1, 1), (0, 1, 0)),  # a plus, top right
     ((1, 0, 0), (1, 1, 0), (1, 1, 1)),  # a staircase, bottom left
     ((1, 1, 1), (0, 1, 0), (0, 1, 0)),  # a T, bottom right
+)
+
+#: Nine fixed combinations of the four :data:`BLOCK_SHAPES` (a row marks the shapes a
+#: combination holds) for the correlated block images of Doshi-Velez (2009, sec. 7.2.1):
+#: the empty combination (the "null cluster" the DP-IBP discovers), every single shape,
+#: three pairs and one triple. Every shape is in at least three combinations, so the shapes
+#: are correlated features shared between categories.
+BLOCK_COMBINATIONS = (
+    (0, 0, 0, 0),  # nothing: the null cluster
+    (1, 0, 0, 0),  # each shape alone
+    (0, 1, 0, 0),
+    (0, 0, 1, 0),
+    (0, 0, 0, 1),
+    (1, 1, 0, 0),  # the top row
+    (0, 1, 1, 0),  # plus and staircase
+    (0, 0, 1, 1),  # the bottom row
+    (1, 0, 1, 1),  # ring, staircase and T
 )
 
 
@@ -231,3 +252,70 @@ def make_dd_ibp(
     return Bunch(
         X=X, Z=Z, A=A, owners=owners, connections=connections, distances=D, proximity=proximity
     )
+
+
+def make_correlated_block_images(
+    n_samples: int = 700,
+    noise: float = 0.5,
+    overlap: bool = False,
+    p: float = 0.2,
+    random_state=None,
+):
+    """Block images whose shapes occur together in fixed combinations (sec. 7.2).
+
+    The data of Doshi-Velez (2009, ch. 7): the four 6x6 block shapes of
+    :func:`make_block_images` appear only in the nine combinations of
+    :data:`BLOCK_COMBINATIONS`.
+
+    - ``overlap=False`` (the DP-IBP demonstration, sec. 7.2.1): each image takes one
+      combination, uniformly at random.
+    - ``overlap=True`` (the noisy-or IBP-IBP demonstration, sec. 7.2.3): each combination
+      is present independently with probability ``p``, so several (often overlapping)
+      combinations meet in one image, which holds the union of their shapes.
+
+    The present shapes are a set: a shape in two present combinations is drawn once. Pixels
+    are the sum of the present shapes plus ``N(0, noise^2)`` noise.
+
+    Parameters
+    ----------
+    n_samples : int, default=700
+        Number of images (700 as in the seed).
+    noise : float, default=0.5
+        Standard deviation of the pixel noise.
+    overlap : bool, default=False
+        Draw one combination per image (False) or each combination independently (True).
+    p : float, default=0.2
+        Probability that an image contains each combination; used only when ``overlap``.
+    random_state : int, RandomState instance or None, default=None
+        Seed.
+
+    Returns
+    -------
+    X : ndarray of shape (n_samples, 36)
+        Images, flattened row by row.
+    Z : ndarray of shape (n_samples, 4), int8
+        Which shapes each image contains: the "or" of its combinations.
+    A : ndarray of shape (4, 36)
+        The shapes.
+    C : ndarray of shape (n_samples, 9), int8
+        Which combinations each image contains (one per row when ``overlap`` is False).
+    """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, numbers.Integral):
+        raise ValueError(f"n_samples must be a positive integer, got {n_samples!r}.")
+    if not isinstance(overlap, (bool, np.bool_)):
+        raise ValueError(f"overlap must be True or False, got {overlap!r}.")
+    _check_block_arguments(n_samples, noise, p)
+    if not np.isfinite(noise):
+        raise ValueError(f"noise must be a finite non-negative number, got {noise!r}.")
+    rng = check_random_state(random_state)
+    combinations = np.array(BLOCK_COMBINATIONS, dtype=np.int64)
+    n_combinations = combinations.shape[0]
+    if overlap:
+        C = (rng.random_sample((n_samples, n_combinations)) < p).astype(np.int8)
+    else:
+        C = np.zeros((n_samples, n_combinations), dtype=np.int8)
+        C[np.arange(n_samples), rng.randint(n_combinations, size=n_samples)] = 1
+    Z = ((C @ combinations) > 0).astype(np.int8)
+    A = _block_features()
+    X = Z @ A + noise * rng.standard_normal((n_samples, 36))
+    return X, Z, A, C
