@@ -175,8 +175,8 @@ def expected_n_features_hierarchy(
     The sum stops at ``T = E[N_C] + 10 sd(N_C) + 40``. By Bernstein's inequality
     ``P(N_C > T) < exp(-45)``, and the omitted terms are at most
     ``alpha_features H_N P(N_C > T)`` for the CRP (``N_C <= N``) and
-    ``alpha_features E[N_C; N_C >= T] = alpha_features E[N_C] P(N_C >= T - 1)``
-    for the Poisson (``H_n <= n``): a relative truncation error far below ``1e-15``. What
+    ``alpha_features E[N_C; N_C > T] = alpha_features E[N_C] P(N_C >= T)`` for the
+    Poisson (``H_n <= n``): a relative truncation error far below ``1e-15``. What
     remains is floating point rounding in the convolution, below ``1e-12`` relative.
 
     For the noisy-or link ``N_f`` counts the columns of ``M`` (features with at least one
@@ -356,19 +356,18 @@ def hierarchy_log_prob(
       ``sum_{s_nk > 0} z_nk log(1 - q^s_nk) + (1 - z_nk) s_nk log q``, and ``-inf`` as soon
       as a feature is on without an active parent (``z_nk = 1``, ``s_nk = 0``).
 
-    What the sum of the two left-ordered probabilities normalises over. For the DP the
+    What the product of the two probabilities is a distribution over. For the DP the
     categories are told apart by their members, so ``P(partition) P([M])`` is the
-    probability of ``(C, M)`` up to relabelling the categories (simultaneously in ``C``'s
-    columns and ``M``'s rows) and the features: it sums to one over those classes. For the
-    IBP this holds only when ``C`` has no two equal columns. ``P([C]) P([M])`` is the
-    probability of the pair (``[C]``, ``[M]`` with ``M``'s rows attached to the columns of
-    the left-ordered ``C`` in order), and sums to one over such pairs; but when categories
-    ``l != l'`` have equal columns in ``C``, swapping rows ``l`` and ``l'`` of ``M`` gives
-    another such pair for the same configuration up to relabelling. The probability of a
-    configuration up to simultaneous relabelling is then ``P([C]) P([M])`` times the number
-    of distinct ``[M]`` obtained by permuting the rows of ``M`` within groups of equal
-    columns of ``C``. Samplers that move one entry at a time only need ratios of this
-    function, in which the factor rarely matters; it is left out here.
+    probability of ``(C, M)`` up to relabelling the categories (``C``'s columns together
+    with ``M``'s rows) and the features, and sums to one over those classes. For the IBP,
+    ``P([C]) P([M])`` is the probability of the pair (``[C]``, ``[M]`` with ``M``'s rows on
+    the columns of the left-ordered ``C``, in order) and sums to one over such pairs. It is
+    not in general the probability of ``(C, M)`` up to simultaneous relabelling: when
+    categories ``l != l'`` have equal columns in ``C``, swapping rows ``l`` and ``l'`` of
+    ``M`` may give another pair for the same configuration. That probability is
+    ``P([C]) P([M])`` times the number of distinct ``[M]`` obtained by permuting the rows of
+    ``M`` within groups of equal columns of ``C`` (1 when ``C`` has no equal columns). The
+    factor is not included: the value returned is the log probability of the pair.
 
     Parameters
     ----------
