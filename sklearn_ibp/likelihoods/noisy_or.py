@@ -7,10 +7,12 @@ only by a false detection, with probability ``f_d``:
 
     P(x_nd = 1) = 1 - m_d  if (z_n A)_d > 0,   f_d  otherwise.
 
-This is the per-dimension detection model of sec. 7.3, a leaky or of the features; it is
-the noisy-or of eq. A.4 in the limit where one reaching feature suffices. ``A`` cannot be
-integrated out; each ``a_kd`` is Gibbs-sampled from its two-point conditional
-(:mod:`._noisy_or_kernels`).
+This is the per-dimension detection model of sec. 7.3, a leaky or of the features. It
+differs from the noisy-or of eq. A.4, ``1 - eps lambda^((z_n A)_d)``, in that one reaching
+feature is as good as several (the detection chance does not grow with the count) and the
+rates are per dimension; ``f_d = 1 - eps`` and ``m_d -> 0`` is A.4 with ``lambda -> 0``.
+``A`` cannot be integrated out; each ``a_kd`` is Gibbs-sampled from its two-point
+conditional (:mod:`._noisy_or_kernels`).
 """
 
 from __future__ import annotations
