@@ -41,7 +41,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ..likelihoods._observation_kernels import draw_prior_feature, row_log_likelihood
+from ..likelihoods._observation_kernels import row_log_likelihood
 from ._shared_kernels import draw_from_log_weights
 
 LINK_OR = 0
@@ -161,16 +161,22 @@ def dp_rows(
     A row chooses among the other rows' categories (weight ``n_{-i,l}``) and
     ``n_auxiliary`` fresh categories (weight ``alpha_C / n_auxiliary``) whose links are
     drawn from the IBP predictive of ``M`` (existing feature ``k`` with probability
-    ``links_k / (L + 1)``, ``Poisson(alpha_M / (L + 1))`` new features with ``A`` from its
-    prior). A row alone in its category makes that category the first auxiliary. The
-    option's children are drawn from their prior given the option's links, except the
-    current option's, which are the current ``z_n`` (the auxiliary-variable construction
-    of Algorithm 8 with ``(m_l, z_n)`` as the option's parameter).
+    ``links_k / (L + 1)``, ``Poisson(alpha_M / (L + 1))`` new features whose ``A`` is
+    proposed from row ``n``'s data by :func:`feature_proposal`). A row alone in its
+    category makes that category the first auxiliary. The option's children are drawn
+    from their prior given the option's links, except the current option's, which are the
+    current ``z_n`` (the auxiliary-variable construction of Algorithm 8 with
+    ``(m_l, z_n, A_new)`` as the option's parameter; an auxiliary's weight carries
+    ``p(A_new) / q(A_new)`` because its new features are not drawn from their prior).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
     new_pred = np.empty(D)
+    one_row = np.zeros(1, dtype=np.int64)
+    one_child = np.zeros(1, dtype=np.int64)
+    one_pred = np.zeros((1, D))
     for n in range(start, N):
+        one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
         if L_slots + 1 > Lcap or K_slots + n_auxiliary * max_new > Kcap:
             return n
@@ -201,7 +207,25 @@ def dp_rows(
             first_fresh = 1
             for k in range(K_slots):
                 z_opts[L_slots, k] = Z[n, k]
+            # The features only this category links were proposed from row n's data:
+            # their weight carries prior over proposal density, scored in slot order.
+            for d in range(D):
+                one_pred[0, d] = 0.0
+            for k in range(K_slots):
+                if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1):
+                    for d in range(D):
+                        one_pred[0, d] += A[k, d]
             log_w[L_slots] = log_aux
+            for k in range(K_slots):
+                if M[l0, k] == 1 and links[k] == 1:
+                    one_child[0] = Z[n, k]
+                    log_w[L_slots] += log_prior_feature(prior_kind, prior, A[k]) - (
+                        feature_proposal(False, prior_kind, prior, obs_kind, noise, X,
+                                         observed, one_row, 1, one_child, one_pred, A[k], rng)
+                    )
+                    if one_child[0] == 1:
+                        for d in range(D):
+                            one_pred[0, d] += A[k, d]
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
@@ -212,11 +236,24 @@ def dp_rows(
                     z_opts[o, k] = draw_child(1, log_q, link, rng)
             n_new = _poisson(alpha_m / (L_minus + 1.0), max_new, rng)
             aux_new[j] = n_new
+            log_w[o] = log_aux
+            for d in range(D):
+                one_pred[0, d] = 0.0
+            for k in range(K_slots):
+                if z_opts[o, k] == 1:
+                    for d in range(D):
+                        one_pred[0, d] += A[k, d]
             for t in range(n_new):
                 slot = K_slots + j * max_new + t
-                draw_prior_feature(prior_kind, prior, A[slot], rng)
                 z_opts[o, slot] = draw_child(1, log_q, link, rng)
-            log_w[o] = log_aux
+                one_child[0] = z_opts[o, slot]
+                log_w[o] -= feature_proposal(True, prior_kind, prior, obs_kind, noise, X,
+                                             observed, one_row, 1, one_child, one_pred,
+                                             A[slot], rng)
+                log_w[o] += log_prior_feature(prior_kind, prior, A[slot])
+                if one_child[0] == 1:
+                    for d in range(D):
+                        one_pred[0, d] += A[slot, d]
         # Likelihood of each option.
         for o in range(n_opts):
             if log_w[o] == -np.inf:
@@ -292,10 +329,11 @@ def ibp_rows(
 
     Shared categories (``n_{-i,l} > 0``): a Metropolis flip of ``c_nl`` with IBP prior odds
     ``n_{-i,l} / (N - n_{-i,l})``, jointly with the children it alone activates. Own
-    categories (only row ``n``, with the features only they link): replaced by a proposal
-    from their prior, ``Poisson(alpha_C / N)`` categories whose links follow the IBP
-    predictive of ``M``, accepted on the likelihood ratio (the uncollapsed new-feature move
-    of seed 000 sec. 3.2 one level up).
+    categories (only row ``n``, with the features only they link): replaced by
+    ``Poisson(alpha_C / N)`` new categories whose links follow the IBP predictive of ``M``
+    and whose new features' ``A`` is proposed from the row's data (the uncollapsed
+    new-feature move of seed 000 sec. 3.2 one level up; the Metropolis-Hastings ratio holds
+    the likelihood and ``p(A) / q(A)`` of the new and of the replaced features).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -303,7 +341,11 @@ def ibp_rows(
     ks = np.empty(Kcap, dtype=np.int64)
     deltas = np.empty(Kcap, dtype=np.int64)
     shift = np.zeros(Kcap, dtype=np.int64)
+    one_row = np.zeros(1, dtype=np.int64)
+    one_child = np.zeros(1, dtype=np.int64)
+    one_pred = np.zeros((1, D))
     for n in range(start, N):
+        one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
         if (
             L_slots + max_new_categories > Lcap
@@ -359,7 +401,6 @@ def ibp_rows(
             t_new = _poisson(alpha_m / customers, max_new, rng)
             for _ in range(t_new):
                 k = K_slots + n_feat
-                draw_prior_feature(prior_kind, prior, A[k], rng)
                 prop_links[j, k] = 1
                 link_count[k] = 0
                 n_feat += 1
@@ -396,7 +437,46 @@ def ibp_rows(
             n_changes += 1
         if n_own == 0 and n_cat == 0:
             continue
+        # Reverse: the features only the own categories link, scored in slot order given
+        # the rest of the row's current features.
+        for d in range(D):
+            one_pred[0, d] = pred[n, d]
+        for k in range(K_slots):
+            if link_count[k] == 0 and shift[k] < 0 and Z[n, k] == 1:
+                for d in range(D):
+                    one_pred[0, d] -= A[k, d]
+        for k in range(K_slots):
+            if link_count[k] == 0 and shift[k] < 0:
+                one_child[0] = Z[n, k]
+                log_ratio -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
+                    False, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+                    one_child, one_pred, A[k], rng,
+                )
+                if one_child[0] == 1:
+                    for d in range(D):
+                        one_pred[0, d] += A[k, d]
+        # Forward: the new features proposed from the row's data given the proposal's
+        # other features, in creation order.
         _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
+        for d in range(D):
+            one_pred[0, d] = new_pred[d]
+        for j in range(n_changes):
+            if ks[j] >= K_slots and deltas[j] == 1:
+                for d in range(D):
+                    one_pred[0, d] -= A[ks[j], d]
+        for j in range(n_changes):
+            k = ks[j]
+            if k < K_slots:
+                continue
+            one_child[0] = deltas[j]
+            log_ratio -= feature_proposal(True, prior_kind, prior, obs_kind, noise, X,
+                                          observed, one_row, 1, one_child, one_pred, A[k], rng)
+            log_ratio += log_prior_feature(prior_kind, prior, A[k])
+            if one_child[0] == 1:
+                for d in range(D):
+                    one_pred[0, d] += A[k, d]
+        for d in range(D):
+            new_pred[d] = one_pred[0, d]
         new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
         log_accept = log_ratio + new_lik - log_lik
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
