@@ -520,6 +520,144 @@ def ibp_rows(
     return -1
 
 
+@njit(cache=True)
+def _own_features_move(
+    cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
+    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
+    new_preds, flip_preds, member_ks, member_deltas, member_changes, children,
+    new_children, shift, rng,
+):
+    """Replace category ``cat``'s own features, optionally flipping shared link ``k_flip``.
+
+    The own features (linked by ``cat`` alone) are replaced by ``Poisson(alpha_M / L)`` new
+    ones, their children drawn from the prior and their ``A`` from
+    :func:`feature_proposal` given the members' other features. With ``k_flip >= 0`` the
+    link ``m_{cat, k_flip}`` flips in the same move (with the children it alone
+    activates). The Metropolis-Hastings ratio holds the flip's prior odds, the likelihood
+    of the members, and ``p(A) / q(A)`` of the new features over that of the replaced
+    ones, each scored given its own configuration. Returns whether it was accepted.
+    """
+    N, D = X.shape
+    K_slots = counts[K_SLOTS]
+    n_new = _poisson(alpha_m / L_live, max_new, rng)
+    n_own = 0
+    for k in range(K_slots):
+        if M[cat, k] == 1 and links[k] == 1:
+            n_own += 1
+    if n_new == 0 and n_own == 0 and k_flip < 0:
+        return False
+    log_accept = 0.0
+    sign = 0
+    if k_flip >= 0:
+        for kk in range(K_slots):
+            shift[kk] = 0
+        shift[k_flip] = 1
+        sign = -1 if M[cat, k_flip] == 1 else 1
+        others = links[k_flip] - M[cat, k_flip]
+        log_odds = math.log(others) - math.log(L_live - others)
+        log_accept += log_odds if sign == 1 else -log_odds
+    for i in range(n_members):
+        n = members[i]
+        if k_flip >= 0:
+            n_changes, log_ratio = _change_parents(
+                n, shift, sign, S, Z, K_slots, log_q, link, member_ks[i], member_deltas[i],
+                rng,
+            )
+            member_changes[i] = n_changes
+            log_accept += log_ratio
+            _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes, flip_preds[i])
+        else:
+            member_changes[i] = 0
+            for d in range(D):
+                flip_preds[i, d] = pred[n, d]
+    # Reverse: the current own features, in slot order, given the current configuration.
+    for i in range(n_members):
+        n = members[i]
+        for d in range(D):
+            new_preds[i, d] = pred[n, d]
+        for k in range(K_slots):
+            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                for d in range(D):
+                    new_preds[i, d] -= A[k, d]
+    for k in range(K_slots):
+        if not (M[cat, k] == 1 and links[k] == 1):
+            continue
+        for i in range(n_members):
+            children[i] = Z[members[i], k]
+        log_accept -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
+            False, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+            children, new_preds, A[k], rng,
+        )
+        for i in range(n_members):
+            if children[i] == 1:
+                for d in range(D):
+                    new_preds[i, d] += A[k, d]
+    # Forward: the new features given the flipped configuration without own features.
+    for i in range(n_members):
+        n = members[i]
+        for d in range(D):
+            new_preds[i, d] = flip_preds[i, d]
+        for k in range(K_slots):
+            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                for d in range(D):
+                    new_preds[i, d] -= A[k, d]
+    for t in range(n_new):
+        k = K_slots + t
+        for i in range(n_members):
+            children[i] = draw_child(1, log_q, link, rng)
+            new_children[i, t] = children[i]
+        log_accept -= feature_proposal(
+            True, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+            children, new_preds, A[k], rng,
+        )
+        log_accept += log_prior_feature(prior_kind, prior, A[k])
+        for i in range(n_members):
+            if children[i] == 1:
+                for d in range(D):
+                    new_preds[i, d] += A[k, d]
+    for i in range(n_members):
+        n = members[i]
+        new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+        log_accept += new_liks[i] - old_liks[i]
+    if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
+        return False
+    if k_flip >= 0:
+        for i in range(n_members):
+            n = members[i]
+            S[n, k_flip] += sign
+            for j in range(member_changes[i]):
+                Z[n, member_ks[i, j]] += member_deltas[i, j]
+        M[cat, k_flip] = 1 if sign == 1 else 0
+        links[k_flip] += sign
+    for k in range(K_slots):
+        if M[cat, k] == 1 and links[k] == 1:
+            M[cat, k] = 0
+            links[k] = 0
+            counts[K_LIVE] -= 1
+            for i in range(n_members):
+                n = members[i]
+                S[n, k] = 0
+                Z[n, k] = 0
+    for t in range(n_new):
+        k = K_slots + t
+        M[cat, k] = 1
+        links[k] = 1
+        S[:, k] = 0
+        Z[:, k] = 0
+        for i in range(n_members):
+            n = members[i]
+            S[n, k] = 1
+            Z[n, k] = new_children[i, t]
+    counts[K_SLOTS] += n_new
+    counts[K_LIVE] += n_new
+    for i in range(n_members):
+        n = members[i]
+        for d in range(D):
+            pred[n, d] = new_preds[i, d]
+        old_liks[i] = new_liks[i]
+    return True
+
+
 # --------------------------------------------------------------------------------------
 # Links: the IBP over M, one category at a time
 # --------------------------------------------------------------------------------------
@@ -547,6 +685,8 @@ def link_pass(
     old_liks = np.empty(N)
     new_liks = np.empty(N)
     children = np.empty(N, dtype=np.int64)
+    new_children = np.empty((N, max_new), dtype=np.int64)
+    flip_preds = np.empty((N, D))
     for cat in range(start, counts[L_SLOTS]):
         K_slots = counts[K_SLOTS]
         if K_slots + max_new > Kcap:
@@ -596,93 +736,20 @@ def link_pass(
                     old_liks[i] = new_liks[i]
                 M[cat, k] = 1 if sign == 1 else 0
                 links[k] += sign
-        # Own features: replace them by new ones proposed from the members' data.
-        n_new = _poisson(alpha_m / L_live, max_new, rng)
-        n_own = 0
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1:
-                n_own += 1
-        if n_new == 0 and n_own == 0:
-            continue
-        for i in range(n_members):
-            n = members[i]
-            for d in range(D):
-                new_preds[i, d] = pred[n, d]
-            for k in range(K_slots):
-                if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                    for d in range(D):
-                        new_preds[i, d] -= A[k, d]
-        # Reverse move: the proposal density of the current own features, in slot order,
-        # each given the ones before it.
-        log_accept = 0.0
-        for k in range(K_slots):
-            if not (M[cat, k] == 1 and links[k] == 1):
+        # Own features: replaced by new ones proposed from the members' data, alone and
+        # together with a flip of each shared link (a category that explains its rows by an
+        # own feature can thus trade it, link by link, for shared features).
+        for k in range(-1, K_slots):
+            if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
                 continue
-            for i in range(n_members):
-                children[i] = Z[members[i], k]
-            log_accept -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
-                False, prior_kind, prior, obs_kind, noise, X, observed, members,
-                n_members, children, new_preds, A[k], rng,
+            if counts[K_SLOTS] + max_new > Kcap:
+                return cat
+            _own_features_move(
+                cat, k, members, n_members, X, observed, M, S, Z, A, pred, links, counts,
+                L_live, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new,
+                old_liks, new_liks, new_preds, flip_preds, member_ks, member_deltas,
+                member_changes, children, new_children, shift, rng,
             )
-            for i in range(n_members):
-                if children[i] == 1:
-                    for d in range(D):
-                        new_preds[i, d] += A[k, d]
-        for i in range(n_members):
-            n = members[i]
-            for d in range(D):
-                new_preds[i, d] = pred[n, d]
-            for k in range(K_slots):
-                if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                    for d in range(D):
-                        new_preds[i, d] -= A[k, d]
-        # Forward move: children from their prior, then each feature from the data.
-        for t in range(n_new):
-            k = K_slots + t
-            for i in range(n_members):
-                children[i] = draw_child(1, log_q, link, rng)
-                member_deltas[i, t] = children[i]
-            log_accept -= feature_proposal(
-                True, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-                children, new_preds, A[k], rng,
-            )
-            log_accept += log_prior_feature(prior_kind, prior, A[k])
-            for i in range(n_members):
-                if children[i] == 1:
-                    for d in range(D):
-                        new_preds[i, d] += A[k, d]
-        for i in range(n_members):
-            n = members[i]
-            new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
-            log_accept += new_liks[i] - old_liks[i]
-        if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
-            continue
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1:
-                M[cat, k] = 0
-                links[k] = 0
-                counts[K_LIVE] -= 1
-                for i in range(n_members):
-                    n = members[i]
-                    S[n, k] = 0
-                    Z[n, k] = 0
-        for t in range(n_new):
-            k = K_slots + t
-            M[cat, k] = 1
-            links[k] = 1
-            S[:, k] = 0
-            Z[:, k] = 0
-            for i in range(n_members):
-                n = members[i]
-                S[n, k] = 1
-                Z[n, k] = member_deltas[i, t]
-        counts[K_SLOTS] += n_new
-        counts[K_LIVE] += n_new
-        for i in range(n_members):
-            n = members[i]
-            for d in range(D):
-                pred[n, d] = new_preds[i, d]
-            old_liks[i] = new_liks[i]
     return -1
 
 

@@ -1,0 +1,201 @@
+"""NoisyOrHierarchy: the estimator of the correlated feature models (seed 000 chapter 7)."""
+
+from __future__ import annotations
+
+import pickle
+
+import numpy as np
+import pytest
+from scipy.special import logsumexp
+from sklearn.pipeline import make_pipeline
+from sklearn.utils.estimator_checks import parametrize_with_checks
+
+from sklearn_ibp import NoisyOrHierarchy
+from sklearn_ibp.datasets import make_correlated_block_images
+
+CHECKED = [
+    NoisyOrHierarchy(n_iter=6, init_iter=2, random_state=0),
+    NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=6, init_iter=2,
+                     random_state=0),
+]
+
+
+@parametrize_with_checks(CHECKED)
+def test_sklearn_compatible(estimator, check):
+    check(estimator)
+
+
+def _best_correlations(true_features, fitted):
+    if fitted.shape[0] == 0:
+        return np.zeros(len(true_features))
+    corr = np.corrcoef(np.vstack([true_features, fitted]))[: len(true_features),
+                                                            len(true_features):]
+    return np.nan_to_num(corr).max(axis=1)
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    return make_correlated_block_images(700, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def dp_ibp(blocks):
+    X = blocks[0]
+    return NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=300,
+                            random_state=0).fit(X)
+
+
+def test_dp_ibp_recovers_the_shapes_and_their_nine_combinations(blocks, dp_ibp):
+    # Seed 000 sec. 7.2.1: 700 block images whose four shapes occur only in nine fixed
+    # combinations; the DP-IBP finds the four shapes and the nine combinations (the null
+    # combination included). Categories with identical links are one motif.
+    X, Z, A, C = blocks
+    assert np.all(_best_correlations(A, dp_ibp.components_) > 0.9)
+    assert 7 <= len(dp_ibp.motifs_) <= 12
+    # The motifs that hold most rows are the true combinations, on the matched features.
+    match = np.argmax(np.corrcoef(np.vstack([A, dp_ibp.components_]))[:4, 4:], axis=1)
+    true_sets = {tuple(row) for row in C.T @ Z > 0}  # not used: combinations come from Z
+    true_sets = {tuple(int(v) for v in z) for z in np.unique(Z, axis=0)}
+    big = dp_ibp.motifs_[dp_ibp.motif_counts_ >= 30][:, match]
+    assert {tuple(int(v) for v in m) for m in big} == true_sets
+    assert abs(dp_ibp.likelihood_params_["sigma_x"] - 0.5) < 0.1
+    # The features are non-negative under the exponential prior, and every training row's
+    # features are exactly those of its category (Z = C M).
+    assert np.all(dp_ibp.components_ >= 0)
+    np.testing.assert_array_equal(
+        dp_ibp.Z_, (dp_ibp.categories_.astype(int) @ dp_ibp.connections_ > 0).astype(np.int8)
+    )
+
+
+def test_dp_ibp_transform_is_the_exact_category_posterior(blocks, dp_ibp):
+    X = blocks[0][:20]
+    got = dp_ibp.transform(X)
+    # Brute force: P(category l | x) ~ n_l N(x; m_l A, sigma_x^2 I), features = sum_l p_l m_l.
+    M, A = dp_ibp.connections_, dp_ibp.components_
+    sizes = dp_ibp.categories_.sum(axis=0)
+    sx = dp_ibp.likelihood_params_["sigma_x"]
+    means = M @ A
+    log_w = np.log(sizes)[None, :] - 0.5 * ((X[:, None, :] - means[None]) ** 2).sum(-1) / sx**2
+    post = np.exp(log_w - logsumexp(log_w, axis=1, keepdims=True))
+    np.testing.assert_allclose(got, post @ M, atol=1e-8)
+
+
+def test_noisy_or_ibp_ibp_recovers_overlapping_shapes():
+    # Seed 000 sec. 7.2.3: several combinations overlap in one image.
+    X, Z, A, C = make_correlated_block_images(700, overlap=True, random_state=2)
+    model = NoisyOrHierarchy(likelihood="exponential", n_iter=120, random_state=0).fit(X)
+    assert np.all(_best_correlations(A, model.components_) > 0.9)
+    assert 0.0 < model.q_ < 1.0
+    # No feature is ever on without an active parent.
+    parents = model.categories_.astype(int) @ model.connections_
+    assert not np.any((model.Z_ == 1) & (parents == 0))
+    assert set(model.traces_) >= {"log_joint", "n_features", "n_categories", "q",
+                                  "alpha_categories", "alpha_features", "sigma_x", "rate"}
+
+
+def test_ibp_ibp_with_the_gaussian_likelihood_fits_overlapping_images():
+    X, Z, A, C = make_correlated_block_images(400, overlap=True, random_state=1)
+    model = NoisyOrHierarchy(upper="ibp", link="or", n_iter=100, random_state=0).fit(X)
+    recon = model.inverse_transform(model.transform(X))
+    clean = (Z @ A).astype(float)
+    # The reconstruction is much closer to the clean images than the noisy data are.
+    assert np.mean((recon - clean) ** 2) < 0.5 * np.mean((X - clean) ** 2)
+
+
+def test_binary_detection_likelihood_recovers_binary_shapes():
+    X, Z, A, C = make_correlated_block_images(500, noise=0.0, random_state=3)
+    rng = np.random.default_rng(0)
+    clean = (X > 0.5).astype(float)
+    flips = rng.random(clean.shape)
+    noisy = np.where(clean == 1, flips > 0.1, flips < 0.05).astype(float)  # misses, false
+    model = NoisyOrHierarchy(upper="dp", link="or", likelihood="bernoulli", n_iter=80,
+                             random_state=0).fit(noisy)
+    assert np.all(_best_correlations(A, model.components_) > 0.9)
+    assert set(np.unique(model.components_)) <= {0.0, 1.0}
+    assert np.all(model.likelihood_params_["miss_rate"] < 0.2)
+
+
+def test_missing_entries_in_fit_and_transform(blocks):
+    X, Z, A, C = blocks
+    X = X[:400].copy()
+    rng = np.random.default_rng(1)
+    mask = rng.random(X.shape) < 0.1
+    X_missing = np.where(mask, np.nan, X)
+    before = X_missing.copy()
+    model = NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=80,
+                             random_state=0).fit(X_missing)
+    np.testing.assert_array_equal(np.isnan(before), np.isnan(X_missing))
+    np.testing.assert_array_equal(before[~mask], X_missing[~mask])
+    assert np.all(_best_correlations(A, model.components_) > 0.9)
+    probs = model.transform(X_missing[:30])
+    assert np.all(np.isfinite(probs)) and probs.shape == (30, model.n_components_)
+    # Hidden pixels are reconstructed better than by the column means.
+    recon = model.inverse_transform(probs)
+    truth = (Z[:30] @ A)[mask[:30]]
+    col_means = np.broadcast_to(np.nanmean(X_missing, axis=0), (30, 36))[mask[:30]]
+    assert np.mean((recon[mask[:30]] - truth) ** 2) < 0.5 * np.mean((col_means - truth) ** 2)
+
+
+@pytest.mark.parametrize("upper, link", [("ibp", "noisy_or"), ("ibp", "or"), ("dp", "or")])
+def test_transform_is_deterministic_and_row_independent(upper, link):
+    X, Z, A, C = make_correlated_block_images(120, overlap=True, random_state=4)
+    model = NoisyOrHierarchy(upper=upper, link=link, n_iter=20, random_state=0).fit(X)
+    full = model.transform(X)
+    np.testing.assert_array_equal(full[7:19], model.transform(X[7:19]))
+    np.testing.assert_array_equal(full, model.transform(X))
+    assert np.all((full >= 0) & (full <= 1))
+
+
+def test_same_seed_same_fit_and_pickle_round_trip():
+    X = make_correlated_block_images(100, overlap=True, random_state=5)[0]
+    a = NoisyOrHierarchy(n_iter=15, n_chains=2, random_state=3).fit(X)
+    b = NoisyOrHierarchy(n_iter=15, n_chains=2, random_state=3).fit(X)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.traces_["log_joint"], b.traces_["log_joint"])
+    c = pickle.loads(pickle.dumps(a))
+    np.testing.assert_array_equal(c.transform(X[:5]), a.transform(X[:5]))
+
+
+def test_warm_start_continues_the_chains():
+    X = make_correlated_block_images(100, random_state=6)[0]
+    model = NoisyOrHierarchy(upper="dp", link="or", n_iter=10, warm_start=True,
+                             random_state=0).fit(X)
+    model.fit(X)
+    assert model.traces_["log_joint"].shape == (1, 20)
+    assert model.n_iter_ == 20
+
+
+def test_works_in_a_pipeline():
+    from sklearn.linear_model import LogisticRegression
+
+    X, Z, A, C = make_correlated_block_images(300, random_state=7)
+    y = Z[:, 0]
+    pipe = make_pipeline(
+        NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=40,
+                         random_state=0),
+        LogisticRegression(),
+    ).fit(X, y)
+    assert pipe.score(X, y) > 0.95
+
+
+def test_bad_input_gets_clear_errors():
+    X = make_correlated_block_images(50, random_state=0)[0]
+    with pytest.raises(ValueError, match="X"):
+        NoisyOrHierarchy(likelihood="bernoulli", n_iter=2).fit(X)
+    bad = X.copy()
+    bad[0, 0] = np.inf
+    with pytest.raises(ValueError, match="inf"):
+        NoisyOrHierarchy(n_iter=2).fit(bad)
+    empty_row = X.copy()
+    empty_row[3] = np.nan
+    with pytest.raises(ValueError, match="row"):
+        NoisyOrHierarchy(n_iter=2).fit(empty_row)
+    with pytest.raises(ValueError, match="q"):
+        NoisyOrHierarchy(q=1.5, n_iter=2).fit(X)
+    with pytest.raises(ValueError, match="upper"):
+        NoisyOrHierarchy(upper="crp", n_iter=2).fit(X)
+    with pytest.raises(ValueError, match="sample"):
+        NoisyOrHierarchy(n_iter=2).fit(X[:1])
+    model = NoisyOrHierarchy(n_iter=3, init_iter=1, random_state=0).fit(X)
+    with pytest.raises(ValueError, match="features"):
+        model.transform(X[:, :10])
