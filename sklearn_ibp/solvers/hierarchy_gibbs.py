@@ -93,18 +93,25 @@ class HierarchyGibbs(BaseEstimator):
         Poisson proposal; the posterior mass beyond it is negligible for the rates met).
     max_new_categories : int, default=4
         Largest number of new categories one row may propose (IBP upper process).
+    transfer_moves : bool, default=True
+        Also try, ``K`` times a sweep, to move part of a feature into another (see
+        :meth:`transfer_features`): the move that frees a chain from features that are
+        combinations of others, the local optima the seed reports (sec. 7.2.3).
     """
 
     _parameter_constraints: dict = {
         "n_auxiliary": [Interval(Integral, 1, None, closed="left")],
         "max_new_features": [Interval(Integral, 1, None, closed="left")],
         "max_new_categories": [Interval(Integral, 1, None, closed="left")],
+        "transfer_moves": ["boolean"],
     }
 
-    def __init__(self, n_auxiliary=3, max_new_features=6, max_new_categories=4):
+    def __init__(self, n_auxiliary=3, max_new_features=6, max_new_categories=4,
+                 transfer_moves=True):
         self.n_auxiliary = n_auxiliary
         self.max_new_features = max_new_features
         self.max_new_categories = max_new_categories
+        self.transfer_moves = transfer_moves
 
     # -- state ---------------------------------------------------------------------------
     @staticmethod
@@ -210,6 +217,8 @@ class HierarchyGibbs(BaseEstimator):
         """Update ``C``, ``M``, the noisy-or ``Z`` and then ``A`` (steps 1-4 less the
         hyperparameters, which :meth:`sample_hyperparameters` updates)."""
         self.sweep_structure(state, likelihood, rng)
+        if self.transfer_moves and state.X.shape[1]:
+            self.transfer_features(state, likelihood, rng)
         self.sample_features(state, likelihood, rng)
 
     def sweep_structure(self, state: HierarchyState, likelihood, rng) -> None:
@@ -257,6 +266,102 @@ class HierarchyGibbs(BaseEstimator):
                 state.X, state.observed, state.S, state.Z, state.A, state.pred,
                 state.n_features, log_q, obs, noise, rng,
             )
+
+    @staticmethod
+    def transfer_features(state: HierarchyState, likelihood, rng, n_attempts=None) -> None:
+        """Metropolis-Hastings moves that hand part of one feature to another.
+
+        For a random ordered pair of features ``(k, j)``:
+
+        * *extract* (when no category links both): every category that links ``k`` also
+          links ``j``, and ``a_k`` is redrawn from its data-driven proposal given the new
+          configuration, so that ``k`` keeps only what ``j`` does not explain (a feature
+          ``shape 2 + shape 3`` beside a feature ``shape 2`` becomes ``shape 3``);
+        * *absorb*, its inverse (when the categories linking ``k`` are a proper subset of
+          those linking ``j`` and, under the noisy-or, the children of ``j`` that would lose
+          every parent equal those of ``k``): those links to ``j`` are removed and ``a_k``
+          is redrawn likewise.
+
+        Children of ``j`` that gain their first parent copy the children of ``k`` (the
+        noisy-or; the ``or`` link sets them), which makes the two moves exact inverses.
+        The ratio holds the labelled IBP prior of ``M``'s column ``j``, the noisy-or prior of
+        column ``j``'s children, ``p(a_k)``, the likelihood and the proposal densities of
+        the new and the old ``a_k``.
+        """
+        K = state.n_features
+        if K < 2:
+            return
+        from scipy.special import gammaln
+
+        N, D = state.X.shape
+        noise = likelihood.noise_array(state.params, D)
+        prior = likelihood.prior_array(state.params)
+        log_q = math.log(state.q) if state.q > 0.0 else -np.inf
+        L = state.n_categories
+        for _ in range(K if n_attempts is None else n_attempts):
+            k, j = rng.choice(K, size=2, replace=False)
+            C, M, Z, A = (np.array(x) for x in state.live)
+            in_k, in_j = M[:, k] == 1, M[:, j] == 1
+            if not np.any(in_k & in_j):
+                extract = True
+            elif np.all(in_j[in_k]) and np.any(in_j & ~in_k):
+                extract = False
+            else:
+                continue
+            S = state.S[:, :K]
+            M_new = M.copy()
+            M_new[in_k, j] = 1 if extract else 0
+            s_j = C.astype(np.int64) @ M_new[:, j].astype(np.int64)
+            Z_new = Z.copy()
+            if state.link == kernels.LINK_OR:
+                Z_new[:, j] = s_j > 0
+            else:
+                gain = (S[:, j] == 0) & (s_j > 0)
+                lose = (S[:, j] > 0) & (s_j == 0)
+                if extract:
+                    Z_new[gain, j] = Z[gain, k]
+                else:
+                    if np.any(Z[lose, j] != Z[lose, k]):
+                        continue
+                    Z_new[lose, j] = 0
+            rows = np.flatnonzero(S[:, k] > 0)
+            z_k = Z[rows, k].astype(np.int64)
+            pred_old = state.pred[rows] - z_k[:, None] * A[k]
+            pred_new = (Z_new[rows].astype(float) @ A) - z_k[:, None] * A[k]
+            A_new = A.copy()
+            log_q_old = kernels.feature_proposal(
+                False, likelihood.prior_kind, prior, likelihood.observation_kind, noise,
+                state.X, state.observed, rows, rows.size, z_k, pred_old, A[k].copy(), rng,
+            )
+            log_q_new = kernels.feature_proposal(
+                True, likelihood.prior_kind, prior, likelihood.observation_kind, noise,
+                state.X, state.observed, rows, rows.size, z_k, pred_new, A_new[k], rng,
+            )
+            m_old, m_new = int(in_j.sum()), int(M_new[:, j].sum())
+            log_ratio = (
+                gammaln(m_new) + gammaln(L - m_new + 1) - gammaln(m_old) - gammaln(L - m_old + 1)
+            )
+            if state.link == kernels.LINK_NOISY_OR:
+                log_ratio += _children_log_prior(Z_new[:, j], s_j, log_q) - _children_log_prior(
+                    Z[:, j], S[:, j], log_q
+                )
+            log_ratio += kernels.log_prior_feature(likelihood.prior_kind, prior, A_new[k])
+            log_ratio -= kernels.log_prior_feature(likelihood.prior_kind, prior, A[k])
+            changed = np.flatnonzero((S[:, k] > 0) | (s_j != S[:, j]))
+            log_ratio += likelihood.row_log_likelihood(
+                state.X[changed], state.observed[changed], Z_new[changed], A_new, state.params
+            ).sum() - likelihood.row_log_likelihood(
+                state.X[changed], state.observed[changed], Z[changed], A, state.params
+            ).sum()
+            log_ratio += log_q_old - log_q_new
+            if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+                continue
+            state.M[:L, j] = M_new[:, j]
+            state.links[j] = m_new
+            state.S[:, j] = s_j
+            state.Z[:, j] = Z_new[:, j]
+            state.A[k] = A_new[k]
+            _refresh_prediction(state)
 
     @staticmethod
     def sample_features(state: HierarchyState, likelihood, rng) -> None:
@@ -333,6 +438,17 @@ def _pad(array, shape):
 def _refresh_prediction(state: HierarchyState) -> None:
     _, _, Z, A = state.live
     state.pred = np.ascontiguousarray(Z.astype(np.float64) @ A)
+
+
+def _children_log_prior(z, s, log_q) -> float:
+    """Noisy-or ``sum log P(z | s)`` over the entries of one column with a parent."""
+    on = s > 0
+    if not np.any(on):
+        return 0.0
+    s_on, z_on = s[on].astype(float), z[on]
+    if np.any(z[~on] == 1):
+        return -np.inf
+    return float(np.sum(np.where(z_on == 1, np.log(-np.expm1(s_on * log_q)), s_on * log_q)))
 
 
 def _sample_q(state: HierarchyState, rng) -> float:

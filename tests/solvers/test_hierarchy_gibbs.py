@@ -17,6 +17,7 @@ from collections import Counter
 import numpy as np
 import pytest
 from scipy import stats
+from scipy.special import gammaln as gammaln_
 
 from sklearn_ibp.likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
@@ -268,3 +269,62 @@ def test_same_seed_same_chain():
     for name in ("C", "M", "Z", "A"):
         np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
     assert a.q == b.q and a.alpha_c == b.alpha_c
+
+
+def test_transfer_moves_alone_target_the_posterior_of_the_links():
+    # A chain of transfer moves (with C held fixed) and exact draws of A visits the links M
+    # in proportion to the labelled IBP prior of M's columns times the marginal likelihood
+    # with A integrated out (eq. A.2), over the class of M it can reach. The class is found
+    # by following the moves' discrete part from the start.
+    X = np.array([[1.0, 0.2], [0.1, 1.1], [1.2, 1.0], [0.9, 1.1]])
+    C = np.array([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0, 0, 1]], np.int8)
+    M0 = np.array([[1, 0, 0], [0, 1, 0], [1, 1, 1]], np.int8)
+    sigma_x, sigma_a = 0.4, 1.0
+    L, K = M0.shape
+
+    def neighbours(M):
+        for k, j in itertools.permutations(range(K), 2):
+            in_k, in_j = M[:, k] == 1, M[:, j] == 1
+            if not np.any(in_k & in_j):
+                new = M.copy()
+                new[in_k, j] = 1
+                yield new
+            elif np.all(in_j[in_k]) and np.any(in_j & ~in_k):
+                new = M.copy()
+                new[in_k, j] = 0
+                yield new
+
+    seen, frontier = {M0.tobytes(): M0}, [M0]
+    while frontier:
+        for new in neighbours(frontier.pop()):
+            if new.tobytes() not in seen:
+                seen[new.tobytes()] = new
+                frontier.append(new)
+    assert len(seen) >= 6
+    target = {}
+    for key, M in seen.items():
+        m = M.sum(axis=0)
+        Z = (C.astype(int) @ M > 0).astype(np.int8)
+        target[key] = np.sum(gammaln_(m) + gammaln_(L - m + 1)) + log_marginal_likelihood(
+            X, Z, sigma_x, sigma_a
+        )
+    keys = list(target)
+    logp = np.array([target[k] for k in keys])
+    p = np.exp(logp - logp.max())
+    p /= p.sum()
+    likelihood = LinearGaussianFeatures()
+    params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
+    rng = np.random.default_rng(0)
+    state = HierarchyGibbs.new_state(X, np.ones(X.shape, np.uint8), likelihood, params,
+                                     upper="dp", link="or", alpha_c=1.0, alpha_m=1.0, q=0.5,
+                                     C=C, M=M0, rng=rng)
+    counts = Counter()
+    n_iter = 30000
+    for _ in range(n_iter):
+        HierarchyGibbs.transfer_features(state, likelihood, rng, n_attempts=2)
+        HierarchyGibbs.sample_features(state, likelihood, rng)
+        counts[np.ascontiguousarray(state.live[1]).tobytes()] += 1
+    freq = np.array([counts[k] for k in keys]) / n_iter
+    assert sum(counts.values()) == n_iter and set(counts) <= set(keys)
+    np.testing.assert_allclose(freq, p, atol=0.02)
+    assert np.abs(freq - p).max() < 0.25 * p.max()
