@@ -15,6 +15,7 @@ from .dp_retrospective import RetrospectiveDP
 from .dp_slice import SliceDP
 from .dp_split_merge import SplitMergeDP
 from .dp_truncated import TruncatedDP
+from .hierarchy_gibbs import HierarchyGibbs, HierarchyState
 from .semi_collapsed import SemiCollapsedGibbs
 from .uncollapsed import UncollapsedGibbs
 
@@ -58,6 +59,8 @@ __all__ = [
     "CollapsedGibbs",
     "DistanceDependentGibbs",
     "FeatureState",
+    "HierarchyGibbs",
+    "HierarchyState",
     "SemiCollapsedGibbs",
     "UncollapsedGibbs",
 ]
