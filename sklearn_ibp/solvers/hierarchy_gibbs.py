@@ -167,6 +167,8 @@ class HierarchyGibbs(BaseEstimator):
     def compact(state: HierarchyState) -> None:
         """Drop dead categories and features; keep live ones in their order."""
         Ls, Ks = int(state.counts[kernels.L_SLOTS]), int(state.counts[kernels.K_SLOTS])
+        if Ls == state.counts[kernels.L_LIVE] and Ks == state.counts[kernels.K_LIVE]:
+            return  # no dead slot: the live ones are already first and in order
         keep_l = np.flatnonzero(state.sizes[:Ls] > 0)
         keep_k = np.flatnonzero(state.links[:Ks] > 0)
         L, K = keep_l.size, keep_k.size

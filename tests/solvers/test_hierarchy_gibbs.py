@@ -154,7 +154,7 @@ def test_dp_ibp_matches_the_enumerated_posterior():
     exact = _enumerate_dp_ibp(X, sigma_x, sigma_a, alpha_c, alpha_m, k_max=5)
     likelihood = LinearGaussianFeatures()
     counts = Counter()
-    n_sweeps, burn = 60000, 500
+    n_sweeps, burn = 40000, 500
 
     def record(it, state):
         if it >= burn:
@@ -251,7 +251,7 @@ def test_noisy_or_with_vanishing_q_samples_the_ibp_ibp_posterior():
             if it >= 300:
                 values[(state.n_categories, state.n_features, int(state.live[2].sum()))] += 1
 
-        _run(X, LinearGaussianFeatures(), params, "ibp", link, 25000, 4, alpha_c=0.8,
+        _run(X, LinearGaussianFeatures(), params, "ibp", link, 15000, 4, alpha_c=0.8,
              alpha_m=0.8, q=q, callback=record)
         histograms[link] = values
     keys = set(histograms["or"]) | set(histograms["noisy_or"])
@@ -319,7 +319,7 @@ def test_transfer_moves_alone_target_the_posterior_of_the_links():
                                      upper="dp", link="or", alpha_c=1.0, alpha_m=1.0, q=0.5,
                                      C=C, M=M0, rng=rng)
     counts = Counter()
-    n_iter = 30000
+    n_iter = 20000
     for _ in range(n_iter):
         HierarchyGibbs.transfer_features(state, likelihood, rng, n_attempts=2)
         HierarchyGibbs.sample_features(state, likelihood, rng)
