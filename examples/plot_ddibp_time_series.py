@@ -11,6 +11,8 @@ compare how well the two models fill them in, for several values of the decay ra
 (the experiment of Gershman, Frazier and Blei, sec. 7.2, on synthetic data).
 """
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -21,13 +23,17 @@ import numpy as np  # noqa: E402
 from sklearn_ibp import DistanceDependentIBP, IBPFactorAnalysis  # noqa: E402
 from sklearn_ibp.datasets import make_block_image_sequence  # noqa: E402
 
+# With SKLEARN_IBP_QUICK_EXAMPLES=1 (the test suite sets it) every size is cut down so
+# that the script runs in seconds; the results then mean little.
+QUICK = os.environ.get("SKLEARN_IBP_QUICK_EXAMPLES") == "1"
+
 # %%
 # A time series with most pixels of some images hidden
 # ----------------------------------------------------
 # A sixth of the 180 images keep only 4 of their 36 pixels. From 4 pixels alone one can
 # hardly tell which shapes an image shows; its neighbours in time can.
 
-n_images = 180
+n_images = 60 if QUICK else 180
 X, Z_true, shapes = make_block_image_sequence(n_samples=n_images, random_state=0)
 rng = np.random.default_rng(0)
 hidden = np.zeros(X.shape, dtype=bool)
@@ -52,13 +58,14 @@ def squared_error(model, X_in):
     return np.mean((filled[hidden] - X[hidden]) ** 2)
 
 
-ibp = IBPFactorAnalysis(n_iter=150, random_state=0).fit(X_observed)
+n_iter = 15 if QUICK else 150
+ibp = IBPFactorAnalysis(n_iter=n_iter, random_state=0).fit(X_observed)
 ibp_error = squared_error(ibp, X_observed)
-decays = [0.05, 0.2, 0.5, 1.0]
+decays = [0.2, 1.0] if QUICK else [0.05, 0.2, 0.5, 1.0]
 dd_errors = []
 models = {}
 for decay in decays:
-    model = DistanceDependentIBP(covariate_columns=[0], decay=decay, n_iter=150,
+    model = DistanceDependentIBP(covariate_columns=[0], decay=decay, n_iter=n_iter,
                                  random_state=0).fit(X_timed)
     models[decay] = model
     dd_errors.append(squared_error(model, X_timed))

@@ -9,6 +9,8 @@ it finds, at its predictive density, and compare the density on held-out points 
 scikit-learn's variational :class:`~sklearn.mixture.BayesianGaussianMixture`.
 """
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -20,6 +22,10 @@ from sklearn.mixture import BayesianGaussianMixture  # noqa: E402
 
 from sklearn_ibp import DPMixture  # noqa: E402
 
+# With SKLEARN_IBP_QUICK_EXAMPLES=1 (the test suite sets it) every size is cut down so
+# that the script runs in seconds; the results then mean little.
+QUICK = os.environ.get("SKLEARN_IBP_QUICK_EXAMPLES") == "1"
+
 # %%
 # Data: five clusters
 # -------------------
@@ -27,7 +33,7 @@ from sklearn_ibp import DPMixture  # noqa: E402
 
 rng = np.random.default_rng(0)
 centers = np.array([[0, 0], [6, 1], [2, 6], [-5, 4], [8, 7]], dtype=float)
-sizes = np.array([400, 250, 200, 250, 100])
+sizes = np.array([400, 250, 200, 250, 100]) // (5 if QUICK else 1)
 rows, truth = [], []
 for k, (center, size) in enumerate(zip(centers, sizes, strict=True)):
     A = rng.normal(size=(2, 2)) * rng.uniform(0.4, 1.2)
@@ -35,8 +41,9 @@ for k, (center, size) in enumerate(zip(centers, sizes, strict=True)):
     truth.append(np.full(size, k))
 X_all, y_all = np.vstack(rows), np.concatenate(truth)
 order = rng.permutation(len(X_all))
-X, y = X_all[order[:600]], y_all[order[:600]]
-X_test = X_all[order[600:]]
+n_train = len(X_all) // 2
+X, y = X_all[order[:n_train]], y_all[order[:n_train]]
+X_test = X_all[order[n_train:]]
 
 # %%
 # Fit the DP mixture
@@ -45,12 +52,12 @@ X_test = X_all[order[600:]]
 # Gibbs sampler with split-merge moves. ``alpha`` and the base's hyperparameters are
 # resampled at every sweep.
 
-model = DPMixture(n_iter=300, random_state=0).fit(X)
+model = DPMixture(n_iter=20 if QUICK else 300, random_state=0).fit(X)
 print(f"clusters found: {model.n_components_}; adjusted Rand index against the truth: "
       f"{adjusted_rand_score(y, model.labels_):.3f}")
 # scikit-learn's variational DP mixture needs an upper bound on the number of clusters
 # (its default is a single component); we give it ten.
-bgm = BayesianGaussianMixture(n_components=10, max_iter=500,
+bgm = BayesianGaussianMixture(n_components=10, max_iter=50 if QUICK else 500,
                               weight_concentration_prior_type="dirichlet_process",
                               random_state=0).fit(X)
 print(f"held-out mean log density: DPMixture {model.score(X_test):.3f}, "
@@ -77,7 +84,8 @@ fig.tight_layout()
 # density, averaged over the kept samples (12 nats below its peak and up), with the
 # held-out points.
 
-grid_x, grid_y = np.meshgrid(np.linspace(-9, 12, 120), np.linspace(-4, 11, 90))
+n_grid = 30 if QUICK else 120
+grid_x, grid_y = np.meshgrid(np.linspace(-9, 12, n_grid), np.linspace(-4, 11, 3 * n_grid // 4))
 grid = np.column_stack([grid_x.ravel(), grid_y.ravel()])
 log_density = model.score_samples(grid).reshape(grid_x.shape)
 

@@ -9,6 +9,8 @@ hidden pixels. We compare the predictions with the hidden values and with a simp
 baseline that fills each hidden pixel with the mean of its column.
 """
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -19,6 +21,11 @@ import numpy as np  # noqa: E402
 from sklearn_ibp import IBPFactorAnalysis  # noqa: E402
 from sklearn_ibp.datasets import make_block_images  # noqa: E402
 
+# With SKLEARN_IBP_QUICK_EXAMPLES=1 (the test suite sets it) every size is cut down so
+# that the script runs in seconds; the results then mean little.
+QUICK = os.environ.get("SKLEARN_IBP_QUICK_EXAMPLES") == "1"
+n_samples, n_iter = (100, 30) if QUICK else (500, 300)
+
 # %%
 # Hide 20% of the pixels
 # ----------------------
@@ -26,7 +33,7 @@ from sklearn_ibp.datasets import make_block_images  # noqa: E402
 # columns with no observed value, but with 36 pixels per image and 500 images that does
 # not happen here.
 
-X, Z, A = make_block_images(n_samples=500, noise=0.5, random_state=0)
+X, Z, A = make_block_images(n_samples=n_samples, noise=0.5, random_state=0)
 rng = np.random.default_rng(0)
 hidden = rng.random(X.shape) < 0.2
 X_observed = np.where(hidden, np.nan, X)
@@ -45,7 +52,7 @@ print(f"hidden pixels: {hidden.sum()} of {hidden.size} ({hidden.mean():.1%})")
 # (``E[z | x] A + mean``), which predicts every pixel, the hidden ones included.
 
 model = IBPFactorAnalysis(
-    n_iter=300, sigma_x=1.0, sample_hyperparameters=True, n_chains=2, random_state=0
+    n_iter=n_iter, sigma_x=1.0, sample_hyperparameters=True, n_chains=2, random_state=0
 )
 model.fit(X_observed)
 reconstruction = model.inverse_transform(model.transform(X_observed))

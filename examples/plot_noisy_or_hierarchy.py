@@ -14,6 +14,8 @@ fit the noisy-or IBP-IBP to images that hold several combinations at once, and u
 ``transform`` to turn images into feature probabilities.
 """
 
+import os
+
 import matplotlib
 
 matplotlib.use("Agg")
@@ -26,6 +28,11 @@ from sklearn.linear_model import LogisticRegression  # noqa: E402
 from sklearn_ibp import NoisyOrHierarchy  # noqa: E402
 from sklearn_ibp.datasets import BLOCK_COMBINATIONS, make_correlated_block_images  # noqa: E402
 
+# With SKLEARN_IBP_QUICK_EXAMPLES=1 (the test suite sets it) every size is cut down so
+# that the script runs in seconds; the results then mean little.
+QUICK = os.environ.get("SKLEARN_IBP_QUICK_EXAMPLES") == "1"
+n_images = 150 if QUICK else 700
+
 # %%
 # The data
 # --------
@@ -33,7 +40,7 @@ from sklearn_ibp.datasets import BLOCK_COMBINATIONS, make_correlated_block_image
 # ``A`` holds the four shapes and ``C`` says which of the nine combinations an image took
 # (one each). The noise has standard deviation 0.5.
 
-X, Z, A, C = make_correlated_block_images(700, random_state=0)
+X, Z, A, C = make_correlated_block_images(n_images, random_state=0)
 combinations = np.array(BLOCK_COMBINATIONS)
 print(f"X: {X.shape}; images per combination: {C.sum(axis=0)}")
 
@@ -48,26 +55,29 @@ print(f"X: {X.shape}; images per combination: {C.sum(axis=0)}")
 # fitted attributes come from the kept sample with the highest log joint probability.
 
 model = NoisyOrHierarchy(
-    upper="dp", link="or", likelihood="exponential", n_iter=200, random_state=0
+    upper="dp", link="or", likelihood="exponential", n_iter=20 if QUICK else 200,
+    random_state=0,
 ).fit(X)
 print(f"features: {model.n_components_}, categories: {model.n_categories_}, "
       f"motifs: {len(model.motifs_)}, sigma_x: {model.likelihood_params_['sigma_x']:.3f}")
 
 
 def match_features(true_features, fitted_features):
-    """Order the fitted features so that the k-th best matches the k-th true shape
-    (by correlation, one-to-one); unmatched fitted features come last."""
+    """Pair true shapes with fitted features one-to-one by correlation.
+
+    Returns the matched shapes (all of them, unless fewer features were fitted), the
+    fitted features in the order of those shapes followed by the unmatched ones, and the
+    correlations (true shape, fitted feature)."""
     n_true = len(true_features)
     corr = np.corrcoef(np.vstack([true_features, fitted_features]))[:n_true, n_true:]
-    rows, cols = linear_sum_assignment(-np.nan_to_num(corr))
-    order = list(cols[np.argsort(rows)])
-    order += [k for k in range(len(fitted_features)) if k not in order]
-    return np.array(order), corr
+    shapes, features = linear_sum_assignment(-np.nan_to_num(corr))
+    order = list(features) + [k for k in range(len(fitted_features)) if k not in features]
+    return shapes, np.array(order), corr
 
 
-order, corr = match_features(A, model.components_)
+shapes, order, corr = match_features(A, model.components_)
 print("correlation of each true shape with its fitted feature:",
-      np.round(corr[np.arange(len(A)), order[: len(A)]], 3))
+      np.round(corr[shapes, order[: len(shapes)]], 3))
 
 
 def show_features(axes_row, features, titles):
@@ -166,15 +176,16 @@ fig.tight_layout()
 # resampled too; these images were made with the plain "or", so it should end near zero,
 # where the noisy-or becomes the IBP-IBP.
 
-X2, Z2, A2, C2 = make_correlated_block_images(700, overlap=True, random_state=0)
+X2, Z2, A2, C2 = make_correlated_block_images(n_images, overlap=True, random_state=0)
 print("images holding 0, 1, 2, ... combinations:", np.bincount(C2.sum(axis=1)))
 noisy = NoisyOrHierarchy(
-    upper="ibp", link="noisy_or", likelihood="exponential", n_iter=100, random_state=0
+    upper="ibp", link="noisy_or", likelihood="exponential", n_iter=10 if QUICK else 100,
+    init_iter=5 if QUICK else 20, random_state=0,
 ).fit(X2)
 print(f"features: {noisy.n_components_}, categories: {noisy.n_categories_}, "
       f"q: {noisy.q_:.3f}")
 
-order2, corr2 = match_features(A2, noisy.components_)
+shapes2, order2, corr2 = match_features(A2, noisy.components_)
 n_cols = max(len(A2), noisy.n_components_)
 fig, axes = plt.subplots(2, n_cols, figsize=(1.6 * n_cols, 3.6), squeeze=False)
 show_features(axes[0], A2, [f"shape {k}" for k in range(len(A2))])
@@ -197,10 +208,10 @@ fig.tight_layout()
 # that link nothing change no feature: the data say nothing about them, and they come and
 # go with the prior.
 
-names = [f"shape {k}" for k in range(len(A2))]
-names += [f"extra {k}" for k in order2[len(A2):]]
+names = [f"shape {k}" for k in shapes2]
+names += [f"extra {k}" for k in order2[len(shapes2):]]
 print("correlation of each true shape with its fitted feature:",
-      np.round(corr2[np.arange(len(A2)), order2[: len(A2)]], 3))
+      np.round(corr2[shapes2, order2[: len(shapes2)]], 3))
 for motif, count in zip(noisy.motifs_[:, order2], noisy.motif_counts_, strict=True):
     linked = [name for name, m in zip(names, motif, strict=True) if m] or ["nothing"]
     print(f"{count:4d} memberships: {' + '.join(linked)}")
@@ -214,9 +225,10 @@ for motif, count in zip(noisy.motifs_[:, order2], noisy.motif_counts_, strict=Tr
 # recovers which shapes held-out images contain, and the probabilities are the inputs of
 # a classifier that predicts the combination an image was drawn from.
 
-X_new, Z_new, _, C_new = make_correlated_block_images(300, random_state=1)
-P_new = model.transform(X_new)[:, order[: len(A)]]
-print(f"held-out shapes identified: {np.mean((P_new > 0.5) == Z_new):.3f} of the entries")
+X_new, Z_new, _, C_new = make_correlated_block_images(60 if QUICK else 300, random_state=1)
+P_new = model.transform(X_new)[:, order[: len(shapes)]]
+print(f"held-out shapes identified: {np.mean((P_new > 0.5) == Z_new[:, shapes]):.3f} "
+      "of the entries")
 
 clf = LogisticRegression(max_iter=1000).fit(model.transform(X), C.argmax(axis=1))
 print(f"combination predicted from the feature probabilities: "
