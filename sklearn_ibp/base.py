@@ -178,6 +178,10 @@ class BaseIBPSampler(BaseEstimator):
         if old_traces is not None:
             traces = {k: np.concatenate([old_traces[k], traces[k]], axis=1) for k in traces}
         self._chains = chains
+        if not continuing:
+            # Where the traces' burn-in ends, for convergence_summary: a warm start
+            # appends sweeps that are all kept, after the first fit's burn-in.
+            self._trace_burn_in = burn_in
         self.samples_ = samples
         self.traces_ = traces
         self.interrupted_ = interrupted
@@ -245,6 +249,25 @@ class BaseIBPSampler(BaseEstimator):
             "log_joint": float(log_joint),
             "chain": chain,
         }
+
+    def convergence_summary(self, burn_in=None):
+        """Post-burn-in mean, sd, ESS, R-hat and hairiness of every scalar trace.
+
+        See :func:`sklearn_ibp.diagnostics.convergence_summary`.
+
+        Parameters
+        ----------
+        burn_in : int or None, default=None
+            Leading sweeps of each chain left out; None uses the fit's burn-in.
+
+        Returns
+        -------
+        summary : pandas.DataFrame or dict
+            One row per trace (a dict of dicts when pandas is not installed).
+        """
+        from .diagnostics import convergence_summary
+
+        return convergence_summary(self, burn_in=burn_in)
 
     def _best_sample(self):
         """The kept sample with the highest log joint probability."""
