@@ -1,6 +1,7 @@
 """Sphinx configuration for the sklearn_ibp documentation."""
 
 import os
+import re
 import socket
 import sys
 from importlib import metadata
@@ -34,12 +35,14 @@ extensions = [
 
 templates_path = []
 exclude_patterns = ["_build", "Thumbs.db", ".DS_Store"]
-source_suffix = ".rst"
+source_suffix = {".rst": "restructuredtext"}
 root_doc = "index"
 
 # autodoc / autosummary / numpydoc
 autosummary_generate = True
-autodoc_default_options = {"members": True, "inherited-members": False}
+# Inherited members are documented: DistanceDependentIBP takes transform and score from
+# IBPFactorAnalysis, every estimator get_params and set_output from scikit-learn.
+autodoc_default_options = {"members": True, "inherited-members": True}
 numpydoc_show_class_members = False
 numpydoc_class_members_toctree = False
 
@@ -67,6 +70,23 @@ def _online(host="docs.python.org", port=443, timeout=3.0):
 if os.environ.get("SKLEARN_IBP_DOCS_OFFLINE") == "1" or not _online():
     print("intersphinx: inventories not reachable, links to other projects are off")
     intersphinx_mapping = {}
+
+_REF_ROLE = re.compile(r":ref:`([^`<]*?)\s*<[^`>]+>`|:ref:`([^`]+)`")
+
+
+def _unlink_sklearn_refs(app, what, name, obj, options, lines):
+    """Turn ``:ref:`` roles in docstrings inherited from scikit-learn into plain text.
+
+    Their labels (``metadata_routing``, ...) live in scikit-learn's documentation, which
+    only intersphinx can reach: offline they would each be an "undefined label" warning.
+    """
+    if intersphinx_mapping or not getattr(obj, "__module__", "").startswith("sklearn."):
+        return
+    lines[:] = [_REF_ROLE.sub(lambda m: m.group(1) or m.group(2), line) for line in lines]
+
+
+def setup(app):
+    app.connect("autodoc-process-docstring", _unlink_sklearn_refs)
 
 html_theme = "pydata_sphinx_theme"
 html_title = "sklearn-ibp"
