@@ -3,7 +3,8 @@
 :class:`BaseIBPSampler` owns the whole Markov chain Monte Carlo loop the way
 :class:`sklearn.mixture._base.BaseMixture` owns EM: independent chains each with its own
 random stream, burn-in, thinning, kept samples, per-iteration traces, a progress bar,
-``KeyboardInterrupt`` handling and ``warm_start``. A subclass supplies a solver (see
+``KeyboardInterrupt`` handling and ``warm_start``, and runs the chains in parallel processes
+when the estimator has ``n_jobs``. A subclass supplies a solver (see
 :mod:`sklearn_ibp.solvers`), an initial state and what to do with the kept samples.
 """
 
@@ -14,6 +15,7 @@ import warnings
 from numbers import Integral
 
 import numpy as np
+from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
@@ -43,6 +45,19 @@ def _progress(total, verbose, desc):
     from tqdm.auto import tqdm
 
     return tqdm(total=total, desc=desc, leave=True)
+
+
+def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in):
+    """Run one chain in a joblib worker; return the chain and its traces and samples.
+
+    Module-level so that it pickles by reference. BLAS is limited to one thread as in the
+    sequential loop, so both paths make the same floating-point operations.
+    """
+    traces = {name: np.full(estimator.n_iter, np.nan) for name in estimator._trace_names}
+    samples = []
+    with threadpool_limits(limits=1, user_api="blas"):
+        estimator._sample_chain(solver, chain, c, missing, burn_in, traces, samples)
+    return chain, traces, samples
 
 
 class BaseIBPSampler(BaseEstimator):
@@ -91,6 +106,12 @@ class BaseIBPSampler(BaseEstimator):
         solver : BaseIBPSolver
         init_Z : callable
             ``init_Z(rng) -> Z`` draws a starting feature matrix for a new chain.
+
+        Notes
+        -----
+        New chains are initialised here, one after the other; with ``n_jobs`` (an
+        estimator parameter) the sweeps then run in joblib workers, one chain per task
+        (see :meth:`_sample_chains_in_parallel`), with the same results.
         """
         continuing = self.warm_start and hasattr(self, "_chains")
         if continuing:
@@ -123,39 +144,34 @@ class BaseIBPSampler(BaseEstimator):
             old_traces = None
         n_chains = len(chains)
         traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in self._trace_names}
+        # More workers than chains would only be started to idle.
+        n_jobs = min(effective_n_jobs(getattr(self, "n_jobs", None)), n_chains)
+        parallel = n_jobs > 1
         bar = _progress(n_chains * self.n_iter, self.verbose, type(self).__name__)
         interrupted = False
         # (chain index, its state before the running iteration). A KeyboardInterrupt
         # surfaces at the first bytecode after a numba kernel returns, that is in the
         # middle of a sweep, with Z and the statistics changed in place but not yet
         # n_features or the compaction; the chain is rolled back to this copy.
-        last_complete = None
+        guard = [None]
         # The loop's BLAS calls are on K x K and N x K matrices, far too small to gain from
         # threads; OpenBLAS threads on a busy machine slowed them tenfold (benchmarks/).
         blas_limit = threadpool_limits(limits=1, user_api="blas")
         try:
-            for c, chain in enumerate(chains):
-                rng = chain["rng"]
-                for it in range(self.n_iter):
-                    last_complete = (c, copy.deepcopy(chain["state"]))
-                    state = chain["state"]
-                    self._iterate(solver, state, rng, missing)
-                    last_complete = None  # the state is whole again: nothing to undo
-                    log_joint = self._log_joint(solver, state)
-                    for name, value in zip(
-                        self._trace_names, self._trace_values(state, log_joint), strict=True
-                    ):
-                        traces[name][c, it] = value
-                    if it >= burn_in and (it - burn_in) % self.thin == 0:
-                        samples.append(self._snapshot(state, c, log_joint))
-                    if bar is not None:
-                        bar.update(1)
-                        bar.set_postfix(chain=c, K=self._trace_values(state, log_joint)[1],
-                                        log_joint=f"{log_joint:.1f}")
+            if parallel:
+                self._sample_chains_in_parallel(
+                    n_jobs, solver, chains, missing, burn_in, traces, samples, bar
+                )
+            else:
+                for c, chain in enumerate(chains):
+                    rows = {name: traces[name][c] for name in traces}  # views
+                    self._sample_chain(
+                        solver, chain, c, missing, burn_in, rows, samples, guard, bar
+                    )
         except KeyboardInterrupt:
             interrupted = True
-            if last_complete is not None:
-                c, state = last_complete
+            if guard[0] is not None:
+                c, state = guard[0]
                 chains[c]["state"] = state
             done = int(np.sum(~np.isnan(traces["log_joint"])))
             warnings.warn(
@@ -186,6 +202,72 @@ class BaseIBPSampler(BaseEstimator):
         self.traces_ = traces
         self.interrupted_ = interrupted
         self.n_iter_ = int(np.sum(~np.isnan(traces["log_joint"][0])))
+
+    def _sample_chain(self, solver, chain, c, missing, burn_in, traces, samples, guard=None,
+                      bar=None):
+        """Run ``n_iter`` sweeps of chain ``c``, filling ``traces`` and ``samples``.
+
+        ``traces`` maps each trace name to this chain's row (length ``n_iter``), written as
+        the sweeps complete, and kept samples are appended to ``samples``, so whatever was
+        drawn before an exception is still there. With ``guard`` (a one-item list), the
+        chain's state before the running sweep is kept in ``guard[0]`` for a rollback.
+        """
+        rng = chain["rng"]
+        for it in range(self.n_iter):
+            if guard is not None:
+                guard[0] = (c, copy.deepcopy(chain["state"]))
+            state = chain["state"]
+            self._iterate(solver, state, rng, missing)
+            if guard is not None:
+                guard[0] = None  # the state is whole again: nothing to undo
+            log_joint = self._log_joint(solver, state)
+            values = self._trace_values(state, log_joint)
+            for name, value in zip(self._trace_names, values, strict=True):
+                traces[name][it] = value
+            if it >= burn_in and (it - burn_in) % self.thin == 0:
+                samples.append(self._snapshot(state, c, log_joint))
+            if bar is not None:
+                bar.update(1)
+                bar.set_postfix(chain=c, K=values[1], log_joint=f"{log_joint:.1f}")
+
+    def _sample_chains_in_parallel(self, n_jobs, solver, chains, missing, burn_in, traces,
+                                   samples, bar):
+        """Run the chains in joblib workers; the results are those of the sequential loop.
+
+        Each chain's state and random generator go to a worker and come back advanced, so
+        every chain draws the same numbers as it would in the sequential loop and the
+        samples are appended chain by chain in the same order. Processes (loky) are
+        preferred because the numba kernels hold the GIL; a ``joblib.parallel_config``
+        backend set by the caller is honoured.
+
+        A ``KeyboardInterrupt`` stops the workers. Chains whose results had come back
+        (they are collected in chain order) are kept whole; the others keep their state
+        from before this fit's sampling (their starting state, or where the previous
+        ``warm_start`` fit left them) and no samples or traces of this fit: a worker's
+        partial work cannot be recovered.
+        """
+        # The workers need the hooks and the parameters, not earlier fits' samples.
+        worker_self = copy.copy(self)
+        for name in ("samples_", "traces_", "_chains"):
+            worker_self.__dict__.pop(name, None)
+        # Deep copies: with a thread backend a chain interrupted mid-sweep must not
+        # leave its half-updated state in ``chains``.
+        jobs = (
+            delayed(_sample_chain_in_worker)(
+                worker_self, solver, copy.deepcopy(chain), c, missing, burn_in
+            )
+            for c, chain in enumerate(chains)
+        )
+        parallel = Parallel(n_jobs=n_jobs, prefer="processes", return_as="generator")
+        # In chain order, as each finishes: chain c's samples follow chain c - 1's.
+        for c, (chain, rows, chain_samples) in enumerate(parallel(jobs)):
+            chains[c] = chain
+            for name in traces:
+                traces[name][c] = rows[name]
+            samples.extend(chain_samples)
+            if bar is not None:
+                bar.update(self.n_iter)
+                bar.set_postfix(chains_done=c + 1)
 
     def _iterate(self, solver, state, rng, missing):
         """One sweep of the solver, then hyperparameters and missing entries given ``A``.
