@@ -60,8 +60,8 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     sigma_x, sigma_a : float or None, default=None
         Noise and feature standard deviations (starting values when sampled); None as in
         :class:`IBPFactorAnalysis`.
-    n_iter, burn_in, thin, n_chains, sample_hyperparameters, warm_start, random_state, \
-verbose
+    n_iter, burn_in, thin, n_chains, n_jobs, sample_hyperparameters, warm_start, \
+random_state, verbose
         As in :class:`IBPFactorAnalysis`; ``alpha`` is resampled from
         ``Gamma(1 + K, 1 + sum_i 1 / h_i)`` (eq. 32).
 
@@ -105,6 +105,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         burn_in=None,
         thin=1,
         n_chains=1,
+        n_jobs=None,
         sample_hyperparameters=True,
         warm_start=False,
         random_state=None,
@@ -123,6 +124,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self.burn_in = burn_in
         self.thin = thin
         self.n_chains = n_chains
+        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
         self.warm_start = warm_start
         self.random_state = random_state

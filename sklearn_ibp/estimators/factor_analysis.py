@@ -70,6 +70,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Keep every ``thin``-th sweep after the burn-in.
     n_chains : int, default=1
         Independent chains, each from its own random stream.
+    n_jobs : int or None, default=None
+        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
+        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
+        uses all processors. Each chain keeps its own random stream, so the result is
+        bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
+        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
+        chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
         Resample ``alpha``, ``sigma_x`` and ``sigma_a`` every sweep from their conditionals
         under Gamma(1, 1) priors (sec. 5.1); the values given (or their defaults) are then
@@ -136,6 +143,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
+        "n_jobs": [Integral, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions({"gaussian"})],
@@ -158,6 +166,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         burn_in=None,
         thin=1,
         n_chains=1,
+        n_jobs=None,
         sample_hyperparameters=True,
         warm_start=False,
         random_state=None,
@@ -173,6 +182,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self.burn_in = burn_in
         self.thin = thin
         self.n_chains = n_chains
+        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
         self.warm_start = warm_start
         self.random_state = random_state

@@ -85,6 +85,13 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Keep every ``thin``-th sweep after burn-in.
     n_chains : int, default=1
         Independent chains.
+    n_jobs : int or None, default=None
+        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
+        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
+        uses all processors. Each chain keeps its own random stream, so the result is
+        bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
+        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
+        chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
         Resample ``alpha_categories``, ``alpha_features``, ``q`` and the likelihood's
         parameters under vague priors every sweep.
@@ -146,6 +153,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
+        "n_jobs": [Integral, None],
         "upper": [StrOptions({"ibp", "dp"})],
         "link": [StrOptions({"noisy_or", "or"})],
         "q": [Interval(Real, 0, 1, closed="neither")],
@@ -170,6 +178,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         burn_in=None,
         thin=1,
         n_chains=1,
+        n_jobs=None,
         sample_hyperparameters=True,
         warm_start=False,
         random_state=None,
@@ -187,6 +196,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         self.burn_in = burn_in
         self.thin = thin
         self.n_chains = n_chains
+        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
         self.warm_start = warm_start
         self.random_state = random_state
