@@ -33,6 +33,7 @@ import math
 from typing import Any
 
 import numpy as np
+from numpy.typing import ArrayLike
 from scipy import fft, stats
 from sklearn.utils.validation import check_is_fitted
 
@@ -158,7 +159,7 @@ def _r_hat_of_chains(x) -> float:
 
 
 # -- ESS and R-hat ---------------------------------------------------------------------------
-def effective_sample_size(x, method: str = "bulk") -> float:
+def effective_sample_size(x: ArrayLike, method: str = "bulk") -> float:
     """Effective sample size of one scalar over one or more chains.
 
     Parameters
@@ -197,7 +198,7 @@ def effective_sample_size(x, method: str = "bulk") -> float:
     return _ess_of_chains(split)
 
 
-def r_hat(x, method: str = "rank") -> float:
+def r_hat(x: ArrayLike, method: str = "rank") -> float:
     """Potential scale reduction factor (R-hat) of one scalar across chains.
 
     Parameters
@@ -238,7 +239,7 @@ def _slope_changes(x) -> np.ndarray:
     return (slopes[1:] * slopes[:-1] < 0.0).astype(float)
 
 
-def hairiness_index(x) -> float | np.ndarray:
+def hairiness_index(x: ArrayLike) -> float | np.ndarray:
     """The CUSUM hairiness index of a chain (Brooks 1998; seed 000 sec. 5.3).
 
     The CUSUM path of draws ``x_1..x_T`` is ``S_t = sum_{i <= t} (x_i - mean(x))``. Its
@@ -334,7 +335,7 @@ def _summary_row(x) -> dict[str, float]:
     }
 
 
-def convergence_summary(estimator, burn_in: int | None = None) -> Any:
+def convergence_summary(estimator: Any, burn_in: int | None = None) -> Any:
     """Mean, sd, ESS, R-hat and hairiness of every scalar trace of a fitted estimator.
 
     Parameters
@@ -411,7 +412,9 @@ def _kept_scalars(estimator) -> dict[str, np.ndarray]:
     }
 
 
-def to_inference_data(estimator, burn_in: int | None = None, kept_samples: bool = False):
+def to_inference_data(
+    estimator: Any, burn_in: int | None = None, kept_samples: bool = False
+) -> Any:
     """Export a fitted estimator's draws to an ArviZ ``InferenceData``.
 
     Parameters
@@ -491,7 +494,7 @@ def _axes_for(ax, n, plt, **subplot_kw):
     return axes[:n]
 
 
-def plot_traces(estimator, names=None, ax=None):
+def plot_traces(estimator: Any, names: Any = None, ax: Any = None) -> np.ndarray:
     """Trace plots of a fitted estimator: one panel per trace, one line per chain.
 
     Parameters
@@ -531,7 +534,7 @@ def plot_traces(estimator, names=None, ax=None):
     return axes
 
 
-def plot_features(components, shape, ax=None):
+def plot_features(components: ArrayLike, shape: Any, ax: Any = None) -> np.ndarray:
     """Each feature (a row of ``components``) drawn as an image.
 
     Parameters
@@ -573,7 +576,7 @@ def plot_features(components, shape, ax=None):
     return axes
 
 
-def plot_feature_matrix(Z, ax=None):
+def plot_feature_matrix(Z: ArrayLike, ax: Any = None) -> Any:
     """A binary feature matrix: rows are samples, columns features, dark means on.
 
     Parameters
