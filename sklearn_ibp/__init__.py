@@ -5,7 +5,13 @@ scikit-learn contract (``fit``/``transform``/``score``, ``Pipeline``, ``GridSear
 their samplers run in numba-compiled kernels.
 """
 
-from .estimators import DistanceDependentIBP, DPMixture, IBPFactorAnalysis, NoisyOrHierarchy
+from .estimators import (
+    DistanceDependentIBP,
+    DPMixture,
+    IBPFactorAnalysis,
+    IBPImputer,
+    NoisyOrHierarchy,
+)
 
 __version__ = "0.1.0.dev0"
 
@@ -13,6 +19,7 @@ __all__ = [
     "DPMixture",
     "DistanceDependentIBP",
     "IBPFactorAnalysis",
+    "IBPImputer",
     "NoisyOrHierarchy",
     "__version__",
 ]

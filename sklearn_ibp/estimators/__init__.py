@@ -3,6 +3,13 @@
 from .distance_dependent import DistanceDependentIBP
 from .dp_mixture import DPMixture
 from .factor_analysis import IBPFactorAnalysis
+from .imputer import IBPImputer
 from .noisy_or_hierarchy import NoisyOrHierarchy
 
-__all__ = ["DPMixture", "DistanceDependentIBP", "IBPFactorAnalysis", "NoisyOrHierarchy"]
+__all__ = [
+    "DPMixture",
+    "DistanceDependentIBP",
+    "IBPFactorAnalysis",
+    "IBPImputer",
+    "NoisyOrHierarchy",
+]
