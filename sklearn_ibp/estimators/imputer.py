@@ -73,7 +73,8 @@ class IBPImputer(_BaseImputer):
     ----------
     estimator_ : estimator object
         The fitted clone of ``estimator``, fitted on the columns with an observed entry
-        and the rows with an observed entry among them.
+        and the rows with an observed entry among them (a dd-IBP's ``covariate_columns``
+        renumbered when columns before them were dropped).
     indicator_ : MissingIndicator or None
         The indicator of missing values, when ``add_indicator=True``.
     n_features_in_ : int
@@ -98,6 +99,12 @@ class IBPImputer(_BaseImputer):
     nothing). For any other estimator, ``inverse_transform(transform(X))`` of the fitted
     estimator is used. Averaging over samples from several chains
     (``n_chains`` of the estimator) smooths the imputations markedly.
+
+    A :class:`DistanceDependentIBP` gives each row a prior over the features from its
+    covariates. Without ``covariate_columns`` every row to impute counts as coming right
+    after the training rows, so it borrows features from the last rows only; give the
+    estimator covariate columns (a time column, say) to impute rows from their
+    neighbours.
 
     *Empty columns and rows.* As :class:`~sklearn.impute.SimpleImputer` does, a column
     with no observed entry in ``fit`` is dropped from the output, or, with
