@@ -154,7 +154,7 @@ def test_dp_ibp_matches_the_enumerated_posterior():
     exact = _enumerate_dp_ibp(X, sigma_x, sigma_a, alpha_c, alpha_m, k_max=5)
     likelihood = LinearGaussianFeatures()
     counts = Counter()
-    n_sweeps, burn = 40000, 500
+    n_sweeps, burn = 30000, 500
 
     def record(it, state):
         if it >= burn:
@@ -251,7 +251,7 @@ def test_noisy_or_with_vanishing_q_samples_the_ibp_ibp_posterior():
             if it >= 300:
                 values[(state.n_categories, state.n_features, int(state.live[2].sum()))] += 1
 
-        _run(X, LinearGaussianFeatures(), params, "ibp", link, 15000, 4, alpha_c=0.8,
+        _run(X, LinearGaussianFeatures(), params, "ibp", link, 10000, 4, alpha_c=0.8,
              alpha_m=0.8, q=q, callback=record)
         histograms[link] = values
     keys = set(histograms["or"]) | set(histograms["noisy_or"])
