@@ -1,0 +1,337 @@
+"""Seconds per sweep of the correlated-feature-hierarchy sampler, beside a NumPy baseline.
+
+Run from the repository root::
+
+    python benchmarks/bench_hierarchy.py            # full run (about 30 s on 2 cores)
+    python benchmarks/bench_hierarchy.py --quick    # fewer rounds, a shorter fit (~10 s)
+    python benchmarks/numpy_hierarchy.py            # the baseline's correctness check (~3.5 min)
+
+What is timed (seed 000 chapter 7):
+
+1. **DP-IBP, exponential-Gaussian likelihood** (the seed's demonstration, sec. 7.2.1): one
+   ``HierarchyGibbs().sweep(state, ExponentialGaussian(), rng)`` (numba: categories by
+   Algorithm 8, links, own features, transfer moves, then ``A``) and one sweep of the same
+   model's uncollapsed Gibbs sampler written in plain NumPy, :mod:`numpy_hierarchy` (its
+   docstring lists what it leaves out), on ``make_correlated_block_images(N,
+   random_state=0)`` for N in 350, 700 (the seed's size), 2800; D = 36. Both start from the
+   same state: ``(C, M, A)`` after 30 sweeps of ours from one category without features,
+   hyperparameters sampled during those sweeps and then held fixed at their last values
+   (``alpha_C``, ``alpha_M``, ``sigma_x``, ``rate``) for both samplers.
+2. **Noisy-or IBP-IBP** (sec. 7.2.3), ours only (there is no baseline for it), on
+   ``make_correlated_block_images(N, overlap=True, random_state=0)``, from the state after
+   the estimator's staged start (10 sweeps each of the DP-IBP, the IBP-IBP and the noisy-or,
+   hyperparameters sampled), hyperparameters then fixed.
+3. **Quality**: ``NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential",
+   n_iter=300, random_state=0).fit`` on the 700 images: wall time, the best correlation of
+   each true shape with a fitted feature, and ``len(model.motifs_)``.
+
+Each sampler runs untimed from the starting state first (numba compiles or loads its
+cache), then restarts from it. Timings are interleaved: each round runs several sweeps of
+ours and one of the baseline, so that a change of load on a shared machine hits both
+alike; the table gives medians of ``time.perf_counter``. BLAS is limited to one thread
+while timing (threadpoolctl; ``--blas-threads 0`` leaves it as configured), as in the
+other benchmarks. After the timed sweeps the baseline's invariants are checked
+(``numpy_hierarchy.check_invariants``: ``Z = C M``, counts) and so are ours
+(``Z = [C M > 0]``, counts).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import os
+import platform
+import sys
+import time
+
+import numba
+import numpy as np
+from threadpoolctl import threadpool_info, threadpool_limits
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
+from bench_solvers import _commit, _cpu_model  # noqa: E402
+from numpy_hierarchy import NumpyDPIBPGibbs, check_invariants  # noqa: E402
+
+from sklearn_ibp import NoisyOrHierarchy  # noqa: E402
+from sklearn_ibp.datasets import make_correlated_block_images  # noqa: E402
+from sklearn_ibp.likelihoods import ExponentialGaussian  # noqa: E402
+from sklearn_ibp.solvers.hierarchy_gibbs import HierarchyGibbs  # noqa: E402
+
+SIZES = (350, 700, 2800)
+START_SWEEPS = 30
+STAGE_SWEEPS = 10
+FIT_N = 700
+
+# Per N: rounds, and sweeps of ours per round (the baseline runs one sweep per round).
+PLAN = {350: dict(rounds=15, ours_per_round=5), 700: dict(rounds=15, ours_per_round=5),
+        2800: dict(rounds=9, ours_per_round=4)}
+QUICK_PLAN = {350: dict(rounds=3, ours_per_round=3), 700: dict(rounds=3, ours_per_round=3),
+              2800: dict(rounds=2, ours_per_round=2)}
+NOISY_OR_SWEEPS, QUICK_NOISY_OR_SWEEPS = 15, 5
+
+
+# -- environment ----------------------------------------------------------------------------
+def print_header(mode, blas_threads):
+    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
+    threads = {k: os.environ[k] for k in (
+        "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
+        "NUMBA_NUM_THREADS",
+    ) if k in os.environ}
+    print(f"bench_hierarchy.py {mode}  {datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(f"commit {_commit()}")
+    print(f"CPU {_cpu_model()}, {os.cpu_count()} cores, load average "
+          + " ".join(f"{x:.2f}" for x in load))
+    import scipy
+
+    print(f"Python {platform.python_version()}, NumPy {np.__version__}, SciPy "
+          f"{scipy.__version__}, numba {numba.__version__}")
+    print(f"environment: {threads if threads else 'no OPENBLAS_*/OMP_*/MKL_* settings'}")
+    blas = ", ".join(f"{d['internal_api']} {d.get('version')} {d.get('architecture')} "
+                     f"{d['num_threads']} threads" for d in threadpool_info())
+    limit = f"limited to {blas_threads} thread(s) while timing" if blas_threads else "not limited"
+    print(f"BLAS: {blas or 'none found'}; {limit}")
+
+
+def _load():
+    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
+
+
+# -- states ---------------------------------------------------------------------------------
+def _observed(X):
+    return np.ones_like(X, dtype=np.uint8)
+
+
+def starting_state(X, n_sweeps=START_SWEEPS, seed=0):
+    """``(C, M, A)`` and the fixed hyperparameters after ``n_sweeps`` DP-IBP sweeps of ours
+    from one category without features (hyperparameters sampled)."""
+    lik = ExponentialGaussian()
+    obs = _observed(X)
+    rng = np.random.default_rng(seed)
+    solver = HierarchyGibbs()
+    state = solver.new_state(X, obs, lik, lik.initial_parameters(X, obs), upper="dp",
+                             link="or", alpha_c=1.0, alpha_m=1.0, q=0.1, rng=rng)
+    for _ in range(n_sweeps):
+        solver.sweep(state, lik, rng)
+        solver.sample_hyperparameters(state, lik, rng)
+    C, M, _, A = (np.array(a) for a in state.live)
+    hyper = dict(alpha_c=state.alpha_c, alpha_m=state.alpha_m,
+                 sigma_x=float(state.params["sigma_x"]), rate=float(state.params["rate"]))
+    return (C, M, A), hyper
+
+
+def ours_from(X, start, hyper, rng):
+    C, M, A = start
+    lik = ExponentialGaussian()
+    return HierarchyGibbs.new_state(
+        X, _observed(X), lik, dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"]),
+        upper="dp", link="or", alpha_c=hyper["alpha_c"], alpha_m=hyper["alpha_m"], q=0.1,
+        C=C, M=M, A=A, rng=rng,
+    )
+
+
+def check_ours(state):
+    """``Z = [C M > 0]``, ``S = C M``, the counts, and one category per row (DP)."""
+    C, M, Z, A = state.live
+    S = C.astype(np.int64) @ M.astype(np.int64)
+    assert np.array_equal(Z, (S > 0).astype(np.int8))
+    assert np.array_equal(state.S[:, : state.n_features], S)
+    assert np.all(C.sum(axis=1) == 1)
+    assert np.array_equal(state.sizes[: state.n_categories], C.sum(axis=0))
+    assert np.array_equal(state.links[: state.n_features], M.sum(axis=0))
+    assert np.all(np.isfinite(A)) and np.all(A >= 0.0)
+
+
+def _rms_residual(X, Z, A):
+    return float(np.sqrt(np.mean((X - Z.astype(float) @ A) ** 2)))
+
+
+# -- DP-IBP: ours against the baseline -------------------------------------------------------
+def time_pair(X, start, hyper, plan, seed=1):
+    ours, lik = HierarchyGibbs(), ExponentialGaussian()
+    base = NumpyDPIBPGibbs(**hyper)
+    # Untimed warm-up sweeps from the starting state, then both restart from it.
+    rng = np.random.default_rng(seed)
+    ours.sweep(ours_from(X, start, hyper, rng), lik, rng)
+    base.sweep(base.initialize(X, *start), rng)
+
+    rng_a, rng_b = np.random.default_rng(seed + 1), np.random.default_rng(seed + 2)
+    state_a = ours_from(X, start, hyper, rng_a)
+    state_b = base.initialize(X, *start)
+    out = dict(ours=[], numpy=[], k_ours=[], l_ours=[], k_numpy=[], l_numpy=[], parts={},
+               load=[_load()])
+    for _ in range(plan["rounds"]):
+        for _ in range(plan["ours_per_round"]):
+            out["k_ours"].append(state_a.n_features)
+            out["l_ours"].append(state_a.n_categories)
+            t0 = time.perf_counter()
+            ours.sweep(state_a, lik, rng_a)
+            out["ours"].append(time.perf_counter() - t0)
+        out["k_numpy"].append(state_b.n_features)
+        out["l_numpy"].append(state_b.n_categories)
+        t0 = time.perf_counter()
+        base.sweep(state_b, rng_b, times=out["parts"])
+        out["numpy"].append(time.perf_counter() - t0)
+        out["load"].append(_load())
+    check_ours(state_a)
+    check_invariants(state_b)
+    C, M, Z, A = state_a.live
+    out["rms_ours"] = _rms_residual(X, Z, A)
+    out["rms_numpy"] = _rms_residual(X, state_b.Z, state_b.A)
+    # Where our sweep goes: the three calls of ``sweep`` timed apart (a few extra sweeps).
+    parts = {"structure": 0.0, "transfer": 0.0, "A": 0.0}
+    n_extra = 3
+    for _ in range(n_extra):
+        t0 = time.perf_counter()
+        ours.sweep_structure(state_a, lik, rng_a)
+        t1 = time.perf_counter()
+        ours.transfer_features(state_a, lik, rng_a)
+        t2 = time.perf_counter()
+        ours.sample_features(state_a, lik, rng_a)
+        t3 = time.perf_counter()
+        for key, dt in zip(parts, (t1 - t0, t2 - t1, t3 - t2), strict=True):
+            parts[key] += dt / n_extra
+    out["ours_parts"] = parts
+    return out
+
+
+# -- the noisy-or IBP-IBP, ours only -------------------------------------------------------
+def time_noisy_or(X, n_sweeps, seed=0):
+    lik, solver = ExponentialGaussian(), HierarchyGibbs()
+    obs = _observed(X)
+    rng = np.random.default_rng(seed)
+    state = solver.new_state(X, obs, lik, lik.initial_parameters(X, obs), upper="dp",
+                             link="or", alpha_c=1.0, alpha_m=1.0, q=0.1, rng=rng)
+    for upper, link in (("dp", "or"), ("ibp", "or"), ("ibp", "noisy_or")):
+        solver.convert(state, upper=upper, link=link)
+        for _ in range(STAGE_SWEEPS):
+            solver.sweep(state, lik, rng)
+            solver.sample_hyperparameters(state, lik, rng)
+    solver.sweep(state, lik, rng)  # untimed, hyperparameters fixed from here on
+    times, ks, ls = [], [], []
+    for _ in range(n_sweeps):
+        ks.append(state.n_features)
+        ls.append(state.n_categories)
+        t0 = time.perf_counter()
+        solver.sweep(state, lik, rng)
+        times.append(time.perf_counter() - t0)
+    C, M, Z, A = state.live
+    S = C.astype(np.int64) @ M.astype(np.int64)
+    assert np.array_equal(state.S[:, : state.n_features], S) and not np.any(Z[S == 0])
+    return dict(seconds=times, k=ks, l=ls, q=state.q, rms=_rms_residual(X, Z, A))
+
+
+# -- quality -------------------------------------------------------------------------------
+def best_correlations(true_features, fitted):
+    """For each true shape, its highest correlation with a fitted feature."""
+    if fitted.shape[0] == 0:
+        return np.zeros(len(true_features))
+    corr = np.corrcoef(np.vstack([true_features, fitted]))[: len(true_features),
+                                                            len(true_features):]
+    return np.nan_to_num(corr).max(axis=1)
+
+
+def fit_quality(n_iter):
+    X, _, A, _ = make_correlated_block_images(FIT_N, random_state=0)
+    model = NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=n_iter,
+                             random_state=0)
+    t0 = time.perf_counter()
+    model.fit(X)
+    seconds = time.perf_counter() - t0
+    return dict(seconds=seconds, corr=best_correlations(A, model.components_),
+                motifs=len(model.motifs_), K=model.n_components_, L=model.n_categories_,
+                sigma_x=float(model.likelihood_params_["sigma_x"]))
+
+
+# -- output --------------------------------------------------------------------------------
+def _range(values):
+    lo, hi = min(values), max(values)
+    return f"{lo}" if lo == hi else f"{lo}-{hi}"
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--quick", action="store_true",
+                        help="fewer rounds and a 100-sweep fit (about 10 s)")
+    parser.add_argument("--blas-threads", type=int, default=1,
+                        help="BLAS threads while timing (default 1; 0 = as configured)")
+    args = parser.parse_args(argv)
+    plans = QUICK_PLAN if args.quick else PLAN
+    n_noisy = QUICK_NOISY_OR_SWEEPS if args.quick else NOISY_OR_SWEEPS
+    fit_iter = 100 if args.quick else 300
+    t_start = time.perf_counter()
+    print_header("--quick" if args.quick else "(full)", args.blas_threads)
+    print("\nDP-IBP (upper='dp', link='or'), ExponentialGaussian: "
+          "make_correlated_block_images(N, random_state=0), D = 36")
+    print(f"start: (C, M, A) after {START_SWEEPS} sweeps of ours from one category "
+          "(hyperparameters sampled), then alpha_C, alpha_M, sigma_x, rate fixed; the same "
+          "start for both samplers")
+    rows = []
+    with threadpool_limits(limits=args.blas_threads or None):
+        for N in SIZES:
+            X = make_correlated_block_images(N, random_state=0)[0]
+            t0 = time.perf_counter()
+            start, hyper = starting_state(X)
+            t_start_state = time.perf_counter() - t0
+            res = time_pair(X, start, hyper, plans[N])
+            rows.append(dict(N=N, L=start[1].shape[0], K=start[1].shape[1], hyper=hyper,
+                             ours=float(np.median(res["ours"])),
+                             numpy=float(np.median(res["numpy"])), res=res,
+                             t_start_state=t_start_state))
+        noisy = []
+        for N in SIZES:
+            X = make_correlated_block_images(N, overlap=True, random_state=0)[0]
+            noisy.append(dict(N=N, **time_noisy_or(X, n_noisy)))
+        quality = fit_quality(fit_iter)
+
+    print(f"\n  {'N':>5}{'L, K start':>12}{'L ours':>8}{'K ours':>8}{'L numpy':>9}{'K numpy':>9}"
+          f"{'ours s/sweep':>14}{'sweeps':>8}{'numpy s/sweep':>15}{'sweeps':>8}{'ratio':>9}")
+    for r in rows:
+        res = r["res"]
+        print(f"  {r['N']:>5}{str(r['L']) + ', ' + str(r['K']):>12}{_range(res['l_ours']):>8}"
+              f"{_range(res['k_ours']):>8}{_range(res['l_numpy']):>9}"
+              f"{_range(res['k_numpy']):>9}{r['ours']:>14.4f}{len(res['ours']):>8}"
+              f"{r['numpy']:>15.3f}{len(res['numpy']):>8}{r['numpy'] / r['ours']:>8.1f}x")
+    print("  (medians over the timed sweeps; ratio = numpy / ours; L, K = categories, "
+          "features during the timed sweeps)")
+    for r in rows:
+        res, h = r["res"], r["hyper"]
+        parts = res["parts"]
+        n_b = len(res["numpy"])
+        op = res["ours_parts"]
+        print(f"  N = {r['N']}: fixed alpha_C {h['alpha_c']:.2f}, alpha_M {h['alpha_m']:.2f}, "
+              f"sigma_x {h['sigma_x']:.3f}, rate {h['rate']:.2f}; ours min/max "
+              f"{min(res['ours']):.4f}/{max(res['ours']):.4f} s, numpy min/max "
+              f"{min(res['numpy']):.3f}/{max(res['numpy']):.3f} s")
+        print(f"      numpy sweep: rows {parts['rows'] / n_b:.3f} s, links + own features "
+              f"{parts['links'] / n_b:.4f} s, A {parts['A'] / n_b:.4f} s; ours: structure "
+              f"{op['structure']:.4f} s, transfer {op['transfer']:.4f} s, A {op['A']:.4f} s")
+        print(f"      after the timed sweeps: rms residual ours {res['rms_ours']:.3f}, numpy "
+              f"{res['rms_numpy']:.3f}; invariants hold in both (Z = C M, counts); load "
+              f"{min(res['load']):.2f}-{max(res['load']):.2f}")
+    print("  starting states (" + str(START_SWEEPS) + " sweeps, compilation included at the "
+          "first N): " + ", ".join(f"{r['t_start_state']:.1f} s" for r in rows))
+
+    print("\nnoisy-or IBP-IBP (upper='ibp', link='noisy_or'), ExponentialGaussian, ours only "
+          "(no baseline): make_correlated_block_images(N, overlap=True, random_state=0)")
+    print(f"start: {STAGE_SWEEPS} sweeps each of DP-IBP, IBP-IBP, noisy-or (hyperparameters "
+          "sampled), then fixed")
+    print(f"  {'N':>5}{'L':>8}{'K':>8}{'s/sweep':>10}{'min':>9}{'max':>9}{'sweeps':>8}"
+          f"{'q':>7}{'rms resid':>11}")
+    for r in noisy:
+        print(f"  {r['N']:>5}{_range(r['l']):>8}{_range(r['k']):>8}"
+              f"{np.median(r['seconds']):>10.4f}{min(r['seconds']):>9.4f}"
+              f"{max(r['seconds']):>9.4f}{len(r['seconds']):>8}{r['q']:>7.3f}{r['rms']:>11.3f}")
+
+    q = quality
+    print(f"\nquality (ours): NoisyOrHierarchy(upper='dp', link='or', likelihood='exponential', "
+          f"n_iter={fit_iter}, random_state=0).fit on make_correlated_block_images({FIT_N}, "
+          f"random_state=0): {q['seconds']:.1f} s wall; best correlation of each true shape "
+          f"with a fitted feature " + " ".join(f"{c:.3f}" for c in q["corr"])
+          + f"; motifs {q['motifs']} (true 9); K = {q['K']} (true 4), L = {q['L']}, "
+          f"sigma_x {q['sigma_x']:.3f} (true 0.5)")
+    print(f"\ntotal wall time {time.perf_counter() - t_start:.1f} s")
+
+
+if __name__ == "__main__":
+    main()
