@@ -60,7 +60,8 @@ target posterior, but
 * no own-feature replacement jointly with each shared-link flip (ours tries it ``K``
   times per category) and no transfer moves between features (ours tries ``K`` a sweep);
 * the number of new features is not truncated (ours truncates at ``max_new_features``);
-* categories and features are visited in a random order each sweep (ours: in slot order);
+* categories and features are visited in a random order each sweep (ours too, since the
+  same cause biased it; see benchmarks/README.md);
 * the state is a dense ``(L, K)`` matrix that is reallocated when categories or features
   are created or deleted (ours keeps spare capacity and compacts after each pass);
 * likelihoods are recomputed from the rows concerned (``O(n_l D)`` per link flip); neither

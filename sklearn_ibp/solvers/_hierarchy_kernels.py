@@ -93,6 +93,83 @@ def _poisson(rate, k_max, rng):
 
 
 @njit(cache=True)
+def _log_poisson_cdf(rate, k_max):
+    """``log P(Poisson(rate) <= k_max)``."""
+    term = math.exp(-rate)
+    total = term
+    for k in range(1, k_max + 1):
+        term *= rate / k
+        total += term
+    return math.log(total) if total < 1.0 else 0.0
+
+
+@njit(cache=True)
+def _random_order(n, out, rng):
+    """A uniformly random permutation of ``0 .. n - 1`` written into ``out[:n]``.
+
+    The passes visit categories and features in a fresh random order: slots are kept in
+    order of creation, so a scan in slot order would choose the order of the moves from
+    the state (a category's newest features come last), and only a state-independent
+    order is guaranteed to leave the posterior invariant.
+    """
+    for i in range(n):
+        out[i] = i
+    for i in range(n - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        out[i], out[j] = out[j], out[i]
+
+
+@njit(cache=True)
+def _propose_feature(
+    draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, base,
+    a, rng,
+):
+    """``log p(a) - log q(a)`` of one new feature, drawn into ``a`` when ``draw``.
+
+    ``q`` is :func:`feature_proposal` given the rows ``rows[:n_rows]`` with ``children``
+    and the prediction ``base[:n_rows]`` of their other features; ``base`` then gains the
+    feature in the rows where it is on, so that the next feature of a set is proposed
+    given this one (several new features can thus share out a residual). The density of
+    a set proposed in sequence depends on the order, so the reverse of a move scores the
+    features it would replace in a uniformly random order
+    (:func:`_replaced_features_weight`): the order is then an auxiliary variable drawn
+    from its conditional (uniform, as the target is symmetric in the features) before
+    each move, and the Metropolis-Hastings ratio with the single ordered density is exact.
+    """
+    log_q = feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                             n_rows, children, base, a, rng)
+    for i in range(n_rows):
+        if children[i] == 1:
+            for d in range(a.shape[0]):
+                base[i, d] += a[d]
+    return log_prior_feature(prior_kind, prior, a) - log_q
+
+
+@njit(cache=True)
+def _replaced_features_weight(
+    features, n_features, order, prior_kind, prior, obs_kind, noise, X, observed, rows,
+    n_rows, Z, A, children, base, rng,
+):
+    """``sum log p(a_k) - log q(a_k | ...)`` over ``features[:n_features]`` in random order.
+
+    The reverse of a move that proposes new features in sequence with
+    :func:`_propose_feature`: the features the move would replace, scored one after the
+    other in a uniformly random order (``order`` is a work buffer), each given ``base``
+    (the rows' prediction without any of them) plus those scored before it. The
+    children are read from ``Z[rows[i], k]``. ``base`` is advanced in place.
+    """
+    _random_order(n_features, order, rng)
+    total = 0.0
+    for t in range(n_features):
+        k = features[order[t]]
+        for i in range(n_rows):
+            children[i] = Z[rows[i], k]
+        total += _propose_feature(False, prior_kind, prior, obs_kind, noise, X, observed,
+                                  rows, n_rows, children, base, A[k], rng)
+    return total
+
+
+@njit(cache=True)
 def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
     for d in range(out.shape[0]):
         out[d] = pred_row[d]
@@ -167,7 +244,12 @@ def dp_rows(
     from their prior given the option's links, except the current option's, which are the
     current ``z_n`` (the auxiliary-variable construction of Algorithm 8 with
     ``(m_l, z_n, A_new)`` as the option's parameter; an auxiliary's weight carries
-    ``p(A_new) / q(A_new)`` because its new features are not drawn from their prior).
+    ``p(A_new) / q(A_new)`` because its new features are not drawn from their prior, each
+    new feature proposed given the option's existing features only, and the mass of the
+    Poisson below ``max_new``, at which the count is truncated). The one approximation: a
+    singleton category with more than ``max_new`` own features is weighted as if the
+    count were not truncated (its reverse draw is impossible); at ``max_new = 6`` and
+    ``alpha_M / (L + 1) = 1`` such counts have prior probability 1e-4.
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -175,6 +257,8 @@ def dp_rows(
     one_row = np.zeros(1, dtype=np.int64)
     one_child = np.zeros(1, dtype=np.int64)
     one_pred = np.zeros((1, D))
+    own = np.empty(Kcap, dtype=np.int64)
+    order = np.empty(Kcap, dtype=np.int64)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -208,24 +292,25 @@ def dp_rows(
             for k in range(K_slots):
                 z_opts[L_slots, k] = Z[n, k]
             # The features only this category links were proposed from row n's data:
-            # their weight carries prior over proposal density, scored in slot order.
+            # their weight carries prior over proposal density, the features scored in
+            # a random order given the row's features that other categories also link.
             for d in range(D):
                 one_pred[0, d] = 0.0
             for k in range(K_slots):
                 if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1):
                     for d in range(D):
                         one_pred[0, d] += A[k, d]
-            log_w[L_slots] = log_aux
+            # As for the fresh options below: p / q of the (truncated) Poisson count.
+            log_w[L_slots] = log_aux + _log_poisson_cdf(alpha_m / (L_minus + 1.0), max_new)
+            n_own = 0
             for k in range(K_slots):
                 if M[l0, k] == 1 and links[k] == 1:
-                    one_child[0] = Z[n, k]
-                    log_w[L_slots] += log_prior_feature(prior_kind, prior, A[k]) - (
-                        feature_proposal(False, prior_kind, prior, obs_kind, noise, X,
-                                         observed, one_row, 1, one_child, one_pred, A[k], rng)
-                    )
-                    if one_child[0] == 1:
-                        for d in range(D):
-                            one_pred[0, d] += A[k, d]
+                    own[n_own] = k
+                    n_own += 1
+            log_w[L_slots] += _replaced_features_weight(
+                own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
+                1, Z, A, one_child, one_pred, rng,
+            )
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
@@ -234,9 +319,11 @@ def dp_rows(
                 if others > 0 and rng.random() * (L_minus + 1.0) < others:
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(1, log_q, link, rng)
-            n_new = _poisson(alpha_m / (L_minus + 1.0), max_new, rng)
+            rate = alpha_m / (L_minus + 1.0)
+            n_new = _poisson(rate, max_new, rng)
             aux_new[j] = n_new
-            log_w[o] = log_aux
+            # p / q of the count: the Poisson truncated at max_new has mass below one.
+            log_w[o] = log_aux + _log_poisson_cdf(rate, max_new)
             for d in range(D):
                 one_pred[0, d] = 0.0
             for k in range(K_slots):
@@ -247,13 +334,10 @@ def dp_rows(
                 slot = K_slots + j * max_new + t
                 z_opts[o, slot] = draw_child(1, log_q, link, rng)
                 one_child[0] = z_opts[o, slot]
-                log_w[o] -= feature_proposal(True, prior_kind, prior, obs_kind, noise, X,
-                                             observed, one_row, 1, one_child, one_pred,
-                                             A[slot], rng)
-                log_w[o] += log_prior_feature(prior_kind, prior, A[slot])
-                if one_child[0] == 1:
-                    for d in range(D):
-                        one_pred[0, d] += A[slot, d]
+                log_w[o] += _propose_feature(
+                    True, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+                    one_child, one_pred, A[slot], rng,
+                )
         # Likelihood of each option.
         for o in range(n_opts):
             if log_w[o] == -np.inf:
@@ -344,6 +428,9 @@ def ibp_rows(
     one_row = np.zeros(1, dtype=np.int64)
     one_child = np.zeros(1, dtype=np.int64)
     one_pred = np.zeros((1, D))
+    cat_order = np.empty(Lcap, dtype=np.int64)
+    own = np.empty(Kcap, dtype=np.int64)
+    order = np.empty(Kcap, dtype=np.int64)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -353,8 +440,10 @@ def ibp_rows(
         ):
             return n
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
-        # Shared categories.
-        for cat in range(L_slots):
+        # Shared categories, in a random order.
+        _random_order(L_slots, cat_order, rng)
+        for j in range(L_slots):
+            cat = cat_order[j]
             if sizes[cat] == 0:
                 continue
             others = sizes[cat] - C[n, cat]
@@ -414,49 +503,30 @@ def ibp_rows(
         for j in range(n_cat):
             for k in range(width):
                 proposal_shift[k] += prop_links[j, k]
-        n_changes = 0
-        log_ratio = 0.0
-        for k in range(width):
-            if proposal_shift[k] == 0:
-                continue
-            s_old = S[n, k] if k < K_slots else 0
-            z_old = Z[n, k] if k < K_slots else 0
-            s_new = s_old + proposal_shift[k]
-            if s_old == 0:
-                z_new = draw_child(s_new, log_q, link, rng)
-            elif s_new == 0:
-                z_new = 0
-            else:
-                z_new = z_old
-                if link == LINK_NOISY_OR:
-                    log_ratio += child_log_prior(z_old, s_new, log_q, link) - child_log_prior(
-                        z_old, s_old, log_q, link
-                    )
-            ks[n_changes] = k
-            deltas[n_changes] = z_new - z_old
-            n_changes += 1
+        # (Slots from K_slots on hold no parent and no child until a proposal is accepted.)
+        n_changes, log_ratio = _change_parents(
+            n, proposal_shift, 1, S, Z, width, log_q, link, ks, deltas, rng
+        )
         if n_own == 0 and n_cat == 0:
             continue
-        # Reverse: the features only the own categories link, scored in slot order given
-        # the rest of the row's current features.
+        # Reverse: the features only the own categories link, scored in a random order
+        # given the row's current features that other categories link.
         for d in range(D):
             one_pred[0, d] = pred[n, d]
-        for k in range(K_slots):
-            if link_count[k] == 0 and shift[k] < 0 and Z[n, k] == 1:
-                for d in range(D):
-                    one_pred[0, d] -= A[k, d]
+        n_excl = 0
         for k in range(K_slots):
             if link_count[k] == 0 and shift[k] < 0:
-                one_child[0] = Z[n, k]
-                log_ratio -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
-                    False, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
-                    one_child, one_pred, A[k], rng,
-                )
-                if one_child[0] == 1:
+                own[n_excl] = k
+                n_excl += 1
+                if Z[n, k] == 1:
                     for d in range(D):
-                        one_pred[0, d] += A[k, d]
-        # Forward: the new features proposed from the row's data given the proposal's
-        # other features, in creation order.
+                        one_pred[0, d] -= A[k, d]
+        log_ratio -= _replaced_features_weight(
+            own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+            Z, A, one_child, one_pred, rng,
+        )
+        # Forward: the new features, proposed in sequence from the row's data given the
+        # proposal's features that existed before and the new ones proposed so far.
         _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
         for d in range(D):
             one_pred[0, d] = new_pred[d]
@@ -469,12 +539,10 @@ def ibp_rows(
             if k < K_slots:
                 continue
             one_child[0] = deltas[j]
-            log_ratio -= feature_proposal(True, prior_kind, prior, obs_kind, noise, X,
-                                          observed, one_row, 1, one_child, one_pred, A[k], rng)
-            log_ratio += log_prior_feature(prior_kind, prior, A[k])
-            if one_child[0] == 1:
-                for d in range(D):
-                    one_pred[0, d] += A[k, d]
+            log_ratio += _propose_feature(
+                True, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+                one_child, one_pred, A[k], rng,
+            )
         for d in range(D):
             new_pred[d] = one_pred[0, d]
         new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
@@ -525,7 +593,7 @@ def _own_features_move(
     cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
     new_preds, flip_preds, member_ks, member_deltas, member_changes, children,
-    new_children, shift, rng,
+    new_children, shift, own, order, rng,
 ):
     """Replace category ``cat``'s own features, optionally flipping shared link ``k_flip``.
 
@@ -535,7 +603,10 @@ def _own_features_move(
     link ``m_{cat, k_flip}`` flips in the same move (with the children it alone
     activates). The Metropolis-Hastings ratio holds the flip's prior odds, the likelihood
     of the members, and ``p(A) / q(A)`` of the new features over that of the replaced
-    ones, each scored given its own configuration. Returns whether it was accepted.
+    ones, each set proposed (or scored, in a random order) in sequence given its
+    configuration without own features (:func:`_propose_feature`). The Poisson draw is
+    truncated at ``max_new``, so a category with more own features than that keeps them
+    (the reverse move could not be drawn). Returns whether it was accepted.
     """
     N, D = X.shape
     K_slots = counts[K_SLOTS]
@@ -543,9 +614,12 @@ def _own_features_move(
     n_own = 0
     for k in range(K_slots):
         if M[cat, k] == 1 and links[k] == 1:
+            own[n_own] = k
             n_own += 1
     if n_new == 0 and n_own == 0 and k_flip < 0:
         return False
+    if n_own > max_new:
+        return False  # its reverse, a draw of n_own > max_new features, is impossible
     log_accept = 0.0
     sign = 0
     if k_flip >= 0:
@@ -570,7 +644,8 @@ def _own_features_move(
             member_changes[i] = 0
             for d in range(D):
                 flip_preds[i, d] = pred[n, d]
-    # Reverse: the current own features, in slot order, given the current configuration.
+    # Reverse: the current own features, scored in a random order given the current
+    # configuration without own features.
     for i in range(n_members):
         n = members[i]
         for d in range(D):
@@ -579,20 +654,12 @@ def _own_features_move(
             if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
                 for d in range(D):
                     new_preds[i, d] -= A[k, d]
-    for k in range(K_slots):
-        if not (M[cat, k] == 1 and links[k] == 1):
-            continue
-        for i in range(n_members):
-            children[i] = Z[members[i], k]
-        log_accept -= log_prior_feature(prior_kind, prior, A[k]) - feature_proposal(
-            False, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-            children, new_preds, A[k], rng,
-        )
-        for i in range(n_members):
-            if children[i] == 1:
-                for d in range(D):
-                    new_preds[i, d] += A[k, d]
-    # Forward: the new features given the flipped configuration without own features.
+    log_accept -= _replaced_features_weight(
+        own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, members,
+        n_members, Z, A, children, new_preds, rng,
+    )
+    # Forward: the new features, proposed in sequence given the flipped configuration
+    # without own features.
     for i in range(n_members):
         n = members[i]
         for d in range(D):
@@ -606,15 +673,10 @@ def _own_features_move(
         for i in range(n_members):
             children[i] = draw_child(1, log_q, link, rng)
             new_children[i, t] = children[i]
-        log_accept -= feature_proposal(
+        log_accept += _propose_feature(
             True, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
             children, new_preds, A[k], rng,
         )
-        log_accept += log_prior_feature(prior_kind, prior, A[k])
-        for i in range(n_members):
-            if children[i] == 1:
-                for d in range(D):
-                    new_preds[i, d] += A[k, d]
     for i in range(n_members):
         n = members[i]
         new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
@@ -663,16 +725,20 @@ def _own_features_move(
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
 def link_pass(
-    start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
+    start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng,
 ):
     """Update every category's links to shared features, then its own features.
 
-    ``m_lk`` for a feature other categories link (``r_{-l,k} > 0``): a Metropolis flip with
-    prior odds ``r_{-l,k} / (L - r_{-l,k})`` (eq. 7.5), jointly with the children of the
-    category's rows that it alone activates. The features only category ``l`` links are
-    replaced by ``Poisson(alpha_M / L)`` new ones with ``A`` and the members' children
-    from their priors, accepted on the likelihood ratio of the members.
+    Categories are visited in ``category_order`` (a random permutation drawn by the
+    driver) and, within a category, features in a fresh random order. ``m_lk`` for a
+    feature other categories link (``r_{-l,k} > 0``): a Metropolis flip with prior odds
+    ``r_{-l,k} / (L - r_{-l,k})`` (eq. 7.5), jointly with the children of the category's
+    rows that it alone activates. The features only category ``l`` links are then
+    replaced by ``Poisson(alpha_M / L)`` new ones (:func:`_own_features_move`), alone and
+    together with a flip of each shared link. Returns ``-1`` or the position in
+    ``category_order`` to resume from once the driver has grown the feature capacity
+    (checked before a category is started, so no category is updated twice).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -687,10 +753,15 @@ def link_pass(
     children = np.empty(N, dtype=np.int64)
     new_children = np.empty((N, max_new), dtype=np.int64)
     flip_preds = np.empty((N, D))
-    for cat in range(start, counts[L_SLOTS]):
+    order = np.empty(Kcap, dtype=np.int64)
+    order_own = np.empty(Kcap, dtype=np.int64)
+    own = np.empty(Kcap, dtype=np.int64)
+    for pos in range(start, category_order.shape[0]):
+        cat = category_order[pos]
         K_slots = counts[K_SLOTS]
-        if K_slots + max_new > Kcap:
-            return cat
+        # Room for every own-feature move of this category (K_slots + 1 of them).
+        if K_slots + (K_slots + 1) * max_new > Kcap:
+            return pos
         if sizes[cat] == 0:
             continue
         n_members = 0
@@ -703,7 +774,9 @@ def link_pass(
             n = members[i]
             old_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         # Shared features.
-        for k in range(K_slots):
+        _random_order(K_slots, order, rng)
+        for j in range(K_slots):
+            k = order[j]
             if links[k] == 0:
                 continue
             others = links[k] - M[cat, k]
@@ -738,19 +811,30 @@ def link_pass(
                 links[k] += sign
         # Own features: replaced by new ones proposed from the members' data, alone and
         # together with a flip of each shared link (a category that explains its rows by an
-        # own feature can thus trade it, link by link, for shared features).
-        for k in range(-1, K_slots):
+        # own feature can thus trade it, link by link, for shared features). The move
+        # without a flip comes at a random place among the flips.
+        _random_order(K_slots + 1, order, rng)
+        for j in range(K_slots + 1):
+            k = order[j] - 1
             if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
                 continue
-            if counts[K_SLOTS] + max_new > Kcap:
-                return cat
             _own_features_move(
                 cat, k, members, n_members, X, observed, M, S, Z, A, pred, links, counts,
                 L_live, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new,
                 old_liks, new_liks, new_preds, flip_preds, member_ks, member_deltas,
-                member_changes, children, new_children, shift, rng,
+                member_changes, children, new_children, shift, own, order_own, rng,
             )
     return -1
+
+
+@njit(cache=True)
+def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
+    """``sum_i log p(x_{rows[i]} | preds[i])``: the likelihood of some rows."""
+    total = 0.0
+    for i in range(rows.shape[0]):
+        n = rows[i]
+        total += row_log_likelihood(obs_kind, X[n], observed[n], preds[i], noise)
+    return total
 
 
 # --------------------------------------------------------------------------------------
@@ -758,11 +842,14 @@ def link_pass(
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
 def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
-    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9)."""
+    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
     N, D = X.shape
     row = np.empty(D)
+    order = np.empty(K_slots, dtype=np.int64)
+    _random_order(K_slots, order, rng)
     for n in range(N):
-        for k in range(K_slots):
+        for j in range(K_slots):
+            k = order[j]
             s = S[n, k]
             if s == 0:
                 continue

@@ -97,6 +97,11 @@ class HierarchyGibbs(BaseEstimator):
         Also try, ``K`` times a sweep, to move part of a feature into another (see
         :meth:`transfer_features`): the move that frees a chain from features that are
         combinations of others, the local optima the seed reports (sec. 7.2.3).
+    merge_split_moves : bool, default=True
+        Also try, ``L`` times a sweep, to merge two features that disjoint sets of
+        categories link into one, or to split one feature's categories between two (see
+        :meth:`merge_split_features`): the move that frees a chain from a shape learnt
+        twice, once for each group of categories.
     """
 
     _parameter_constraints: dict = {
@@ -104,14 +109,16 @@ class HierarchyGibbs(BaseEstimator):
         "max_new_features": [Interval(Integral, 1, None, closed="left")],
         "max_new_categories": [Interval(Integral, 1, None, closed="left")],
         "transfer_moves": ["boolean"],
+        "merge_split_moves": ["boolean"],
     }
 
     def __init__(self, n_auxiliary=3, max_new_features=6, max_new_categories=4,
-                 transfer_moves=True):
+                 transfer_moves=True, merge_split_moves=True):
         self.n_auxiliary = n_auxiliary
         self.max_new_features = max_new_features
         self.max_new_categories = max_new_categories
         self.transfer_moves = transfer_moves
+        self.merge_split_moves = merge_split_moves
 
     # -- state ---------------------------------------------------------------------------
     @staticmethod
@@ -221,6 +228,8 @@ class HierarchyGibbs(BaseEstimator):
         self.sweep_structure(state, likelihood, rng)
         if self.transfer_moves and state.X.shape[1]:
             self.transfer_features(state, likelihood, rng)
+        if self.merge_split_moves and state.X.shape[1]:
+            self.merge_split_features(state, likelihood, rng)
         self.sample_features(state, likelihood, rng)
 
     def sweep_structure(self, state: HierarchyState, likelihood, rng) -> None:
@@ -252,9 +261,10 @@ class HierarchyGibbs(BaseEstimator):
             self._grow(state)
         self.compact(state)
         start = 0
+        category_order = rng.permutation(state.counts[kernels.L_SLOTS]).astype(np.int64)
         while True:
             start = kernels.link_pass(
-                start, state.X, state.observed, state.C, state.M, state.S, state.Z,
+                start, category_order, state.X, state.observed, state.C, state.M, state.S, state.Z,
                 state.A, state.pred, state.sizes, state.links, state.counts,
                 state.alpha_m, log_q, state.link, obs, noise, pkind, prior,
                 self.max_new_features, rng,
@@ -365,14 +375,169 @@ class HierarchyGibbs(BaseEstimator):
             state.A[k] = A_new[k]
             _refresh_prediction(state)
 
+    @classmethod
+    def merge_split_features(cls, state: HierarchyState, likelihood, rng,
+                             n_attempts=None) -> None:
+        """Metropolis-Hastings moves that merge two features or split one in two.
+
+        With probability one half, *merge*: a random ordered pair of features ``(k, j)``
+        that no category links both and no row reaches through both becomes one feature
+        linked by the categories of either, its children those of ``k`` and of ``j``
+        (disjoint rows), its ``a`` drawn from the data-driven proposal
+        (:func:`~._hierarchy_kernels.feature_proposal`) given its rows. Otherwise *split*,
+        the inverse: a random feature linked by ``m >= 2`` categories hands a uniformly
+        random non-empty proper subset of them to a new feature (rejected if a row
+        reaches both parts), both ``a`` drawn from their proposals. The children keep
+        their parent counts, so their noisy-or prior is unchanged. With ``K`` features
+        before a merge and ``w(m) = (m - 1)! (L - m)! / L!`` (the IBP prior of one
+        column), a merge is accepted with probability
+        ``min(1, K / alpha_M * w(m) / (w(m_k) w(m_j)) / (2^m - 2) * p(a) q(a_k) q(a_j) /
+        (q(a) p(a_k) p(a_j)) * likelihood ratio)``, a split with the inverse ratio.
+        Every other move visits features in a random order, so where the new feature's
+        slot lies is immaterial.
+        """
+        from scipy.special import gammaln
+
+        N, D = state.X.shape
+        noise = likelihood.noise_array(state.params, D)
+        prior = likelihood.prior_array(state.params)
+        pkind, okind = likelihood.prior_kind, likelihood.observation_kind
+        # The number of attempts must not depend on anything the moves change (K): a
+        # state-dependent number of repetitions of an invariant kernel need not be
+        # invariant. L is left alone by these moves.
+        for _ in range(state.n_categories if n_attempts is None else n_attempts):
+            K, L = state.n_features, state.n_categories
+            merge = rng.random() < 0.5
+            if (merge and K < 2) or K < 1 or L < 2:
+                continue
+            C, M, Z, A = (np.array(x) for x in state.live)
+            S = np.array(state.S[:, :K], dtype=np.int64)
+            if merge:
+                k, j = rng.choice(K, size=2, replace=False)
+                shared = np.any((M[:, k] == 1) & (M[:, j] == 1))
+                if shared or np.any((S[:, k] > 0) & (S[:, j] > 0)):
+                    continue
+                m_k, m_j = int(M[:, k].sum()), int(M[:, j].sum())
+                m = m_k + m_j
+                rows_k, rows_j = np.flatnonzero(S[:, k] > 0), np.flatnonzero(S[:, j] > 0)
+                rows = np.flatnonzero((S[:, k] > 0) | (S[:, j] > 0))
+                z_new = (Z[rows, k] + Z[rows, j]).astype(np.int64)
+                base = (state.pred[rows] - Z[rows, k][:, None] * A[k]
+                        - Z[rows, j][:, None] * A[j])
+                a_new = np.empty(D)
+                log_q_new = kernels.feature_proposal(True, pkind, prior, okind, noise, state.X,
+                                                     state.observed, rows, rows.size, z_new,
+                                                     base, a_new, rng)
+                log_q_old = 0.0
+                for f, rows_f in ((k, rows_k), (j, rows_j)):
+                    z_f = Z[rows_f, f].astype(np.int64)
+                    log_q_old += kernels.feature_proposal(
+                        False, pkind, prior, okind, noise, state.X, state.observed, rows_f,
+                        rows_f.size, z_f, state.pred[rows_f] - z_f[:, None] * A[f],
+                        A[f].copy(), rng,
+                    )
+                log_ratio = (
+                    math.log(K) - math.log(state.alpha_m) - math.log(2.0**m - 2.0)
+                    + _log_column_prior(m, L, gammaln) - _log_column_prior(m_k, L, gammaln)
+                    - _log_column_prior(m_j, L, gammaln)
+                    + kernels.log_prior_feature(pkind, prior, a_new) - log_q_new
+                    - kernels.log_prior_feature(pkind, prior, A[k])
+                    - kernels.log_prior_feature(pkind, prior, A[j]) + log_q_old
+                )
+                pred_new = base + z_new[:, None] * a_new
+            else:
+                k = int(rng.integers(K))
+                cats = np.flatnonzero(M[:, k] == 1)
+                m = cats.size
+                if m < 2:
+                    continue
+                # A uniformly random non-empty proper subset of the categories moves to j.
+                while True:
+                    moved = rng.random(m) < 0.5
+                    if 0 < moved.sum() < m:
+                        break
+                col_k = np.zeros(L, np.int64)
+                col_j = np.zeros(L, np.int64)
+                col_k[cats[~moved]] = 1
+                col_j[cats[moved]] = 1
+                s_k, s_j = C.astype(np.int64) @ col_k, C.astype(np.int64) @ col_j
+                if np.any((s_k > 0) & (s_j > 0)):
+                    continue
+                rows = np.flatnonzero(S[:, k] > 0)
+                z_old = Z[rows, k].astype(np.int64)
+                base = state.pred[rows] - z_old[:, None] * A[k]
+                log_q_old = kernels.feature_proposal(False, pkind, prior, okind, noise, state.X,
+                                                     state.observed, rows, rows.size, z_old,
+                                                     base, A[k].copy(), rng)
+                new_a = np.empty((2, D))
+                log_q_new = 0.0
+                pred_new = base.copy()
+                for t, s_f in enumerate((s_k, s_j)):
+                    in_f = s_f[rows] > 0
+                    rows_f = rows[in_f]
+                    z_f = z_old[in_f]
+                    log_q_new += kernels.feature_proposal(
+                        True, pkind, prior, okind, noise, state.X, state.observed, rows_f,
+                        rows_f.size, z_f, base[in_f], new_a[t], rng,
+                    )
+                    pred_new[in_f] += z_f[:, None] * new_a[t]
+                m_k, m_j = int(col_k.sum()), int(col_j.sum())
+                log_ratio = -(
+                    math.log(K + 1) - math.log(state.alpha_m) - math.log(2.0**m - 2.0)
+                    + _log_column_prior(m, L, gammaln) - _log_column_prior(m_k, L, gammaln)
+                    - _log_column_prior(m_j, L, gammaln)
+                    + kernels.log_prior_feature(pkind, prior, A[k]) - log_q_old
+                    - kernels.log_prior_feature(pkind, prior, new_a[0])
+                    - kernels.log_prior_feature(pkind, prior, new_a[1]) + log_q_new
+                )
+            log_ratio += kernels.rows_log_likelihood(
+                okind, state.X, state.observed, rows, pred_new, noise
+            ) - kernels.rows_log_likelihood(
+                okind, state.X, state.observed, rows, state.pred[rows], noise
+            )
+            if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
+                continue
+            if merge:
+                state.M[:L, k] = M[:, k] | M[:, j]
+                state.M[:L, j] = 0
+                state.links[k], state.links[j] = m, 0
+                state.S[:, k] += state.S[:, j]
+                state.S[:, j] = 0
+                state.Z[:, k] += state.Z[:, j]
+                state.Z[:, j] = 0
+                state.A[k] = a_new
+                state.counts[kernels.K_LIVE] -= 1
+                cls.compact(state)
+            else:
+                if state.counts[kernels.K_SLOTS] >= state.M.shape[1]:
+                    cls._grow(state)
+                new = int(state.counts[kernels.K_SLOTS])
+                state.M[:L, k], state.M[:L, new] = col_k, col_j
+                state.links[k], state.links[new] = m_k, m_j
+                state.S[:, k], state.S[:, new] = s_k, s_j
+                z_k = np.where(s_k > 0, state.Z[:, k], 0)
+                state.Z[:, new] = np.where(s_j > 0, state.Z[:, k], 0)
+                state.Z[:, k] = z_k
+                state.A[k], state.A[new] = new_a
+                state.counts[kernels.K_SLOTS] += 1
+                state.counts[kernels.K_LIVE] += 1
+            state.pred[rows] = pred_new
+
     @staticmethod
     def sample_features(state: HierarchyState, likelihood, rng) -> None:
-        """Step 4a: ``A`` given ``Z`` by the likelihood's own update."""
+        """Step 4a: ``A`` given ``Z`` by the likelihood's own update.
+
+        The features are handed over in a random order: their slots are in order of
+        creation, and a feature-by-feature update must not take its order from the state.
+        """
         _, _, Z, A = state.live
         if state.X.shape[1]:
-            A_new = likelihood.sample_features(state.X, state.observed, Z, A, state.params,
-                                               rng)
-            state.A[: A_new.shape[0]] = A_new
+            order = rng.permutation(A.shape[0])
+            A_new = likelihood.sample_features(
+                state.X, state.observed, np.ascontiguousarray(Z[:, order]),
+                np.ascontiguousarray(A[order]), state.params, rng,
+            )
+            state.A[order] = A_new
         _refresh_prediction(state)
 
     @staticmethod
@@ -440,6 +605,11 @@ def _pad(array, shape):
 def _refresh_prediction(state: HierarchyState) -> None:
     _, _, Z, A = state.live
     state.pred = np.ascontiguousarray(Z.astype(np.float64) @ A)
+
+
+def _log_column_prior(m, L, gammaln) -> float:
+    """``log w(m) = log((m - 1)! (L - m)! / L!)``: the IBP prior of one column of ``M``."""
+    return float(gammaln(m) + gammaln(L - m + 1) - gammaln(L + 1))
 
 
 def _children_log_prior(z, s, log_q) -> float:

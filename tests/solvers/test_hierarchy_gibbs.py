@@ -154,7 +154,7 @@ def test_dp_ibp_matches_the_enumerated_posterior():
     exact = _enumerate_dp_ibp(X, sigma_x, sigma_a, alpha_c, alpha_m, k_max=5)
     likelihood = LinearGaussianFeatures()
     counts = Counter()
-    n_sweeps, burn = 30000, 500
+    n_sweeps, burn = 20000, 500
 
     def record(it, state):
         if it >= burn:
@@ -182,6 +182,46 @@ def test_dp_ibp_matches_the_enumerated_posterior():
     top = keys[0]
     assert p_value > 1e-3, (chi2, len(exp_bins), counts[top] / total, exact[top])
     np.testing.assert_allclose(observed[:5] / total, expected[:5] / total, atol=0.02)
+
+
+def _posterior_means(exact):
+    """``E[L]``, ``E[K]`` and ``E[sum Z]`` of an enumerated DP-IBP posterior (``or`` link)."""
+    means = np.zeros(3)
+    for (partition, columns), p in exact.items():
+        n_on = sum(column[label] for column in columns for label in partition)
+        means += p * np.array([max(partition) + 1, len(columns), n_on])
+    return means
+
+
+def test_dp_ibp_posterior_means_on_two_rows_match_enumeration():
+    # A sharper check than the histogram above, in two dimensions and with enough features
+    # that a category's own features sit among shared ones: the posterior means of the
+    # numbers of categories, features and active entries, from independent chains,
+    # against the enumeration (standard errors from the spread between chains). Visiting
+    # categories and features in slot order and scoring a category's own features in slot
+    # order in the reverse of a move put E[K] 2 % (about 6 standard errors) too high here.
+    X = np.array([[1.5, 0.2], [0.3, 1.4]])
+    sigma_x, sigma_a, alpha_c, alpha_m = 0.5, 1.0, 2.0, 3.0
+    exact = _posterior_means(_enumerate_dp_ibp(X, sigma_x, sigma_a, alpha_c, alpha_m, k_max=14))
+    params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
+    solver = HierarchyGibbs(transfer_moves=False)  # tested on their own below
+    n_chains, n_sweeps, burn = 16, 3500, 100
+    chain_means = []
+    for seed in range(n_chains):
+        values = []
+
+        def record(it, state, values=values):
+            if it >= burn:
+                values.append((state.n_categories, state.n_features,
+                               int(state.live[2].sum())))
+
+        _run(X, LinearGaussianFeatures(), params, "dp", "or", n_sweeps, 100 + seed,
+             alpha_c=alpha_c, alpha_m=alpha_m, callback=record, solver=solver)
+        chain_means.append(np.mean(values, axis=0))
+    chain_means = np.array(chain_means)
+    mean = chain_means.mean(axis=0)
+    se = chain_means.std(axis=0, ddof=1) / np.sqrt(n_chains)
+    assert np.all(np.abs(mean - exact) < 4.5 * se), (mean, exact, se)
 
 
 # -- prior recovery ----------------------------------------------------------------------
@@ -319,7 +359,7 @@ def test_transfer_moves_alone_target_the_posterior_of_the_links():
                                      upper="dp", link="or", alpha_c=1.0, alpha_m=1.0, q=0.5,
                                      C=C, M=M0, rng=rng)
     counts = Counter()
-    n_iter = 20000
+    n_iter = 30000
     for _ in range(n_iter):
         HierarchyGibbs.transfer_features(state, likelihood, rng, n_attempts=2)
         HierarchyGibbs.sample_features(state, likelihood, rng)
@@ -327,4 +367,7 @@ def test_transfer_moves_alone_target_the_posterior_of_the_links():
     freq = np.array([counts[k] for k in keys]) / n_iter
     assert sum(counts.values()) == n_iter and set(counts) <= set(keys)
     np.testing.assert_allclose(freq, p, atol=0.02)
-    assert np.abs(freq - p).max() < 0.25 * p.max()
+    # Over the 84 reachable states, chains of 30000 moves land within a total variation
+    # distance of 0.04-0.08 of the target (seeds 0-7); the target without the IBP prior
+    # of M's columns lies 0.19 away.
+    assert 0.5 * np.abs(freq - p).sum() < 0.1
