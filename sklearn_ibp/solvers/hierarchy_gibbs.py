@@ -410,8 +410,10 @@ class HierarchyGibbs(BaseEstimator):
             merge = rng.random() < 0.5
             if (merge and K < 2) or K < 1 or L < 2:
                 continue
-            C, M, Z, A = (np.array(x) for x in state.live)
-            S = np.array(state.S[:, :K], dtype=np.int64)
+            # Views: nothing is written before a move is accepted, and then only from
+            # values computed here.
+            C, M, Z, A = state.live
+            S = state.S[:, :K]
             if merge:
                 k, j = rng.choice(K, size=2, replace=False)
                 shared = np.any((M[:, k] == 1) & (M[:, j] == 1))
@@ -498,7 +500,7 @@ class HierarchyGibbs(BaseEstimator):
             if not (log_ratio >= 0.0 or rng.random() < math.exp(log_ratio)):
                 continue
             if merge:
-                state.M[:L, k] = M[:, k] | M[:, j]
+                state.M[:L, k] |= state.M[:L, j]
                 state.M[:L, j] = 0
                 state.links[k], state.links[j] = m, 0
                 state.S[:, k] += state.S[:, j]
