@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from numbers import Integral
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
@@ -308,8 +309,6 @@ class HierarchyGibbs(BaseEstimator):
         K = state.n_features
         if K < 2:
             return
-        from scipy.special import gammaln
-
         N, D = state.X.shape
         noise = likelihood.noise_array(state.params, D)
         prior = likelihood.prior_array(state.params)
@@ -401,8 +400,6 @@ class HierarchyGibbs(BaseEstimator):
         Every other move visits features in a random order, so where the new feature's
         slot lies is immaterial.
         """
-        from scipy.special import gammaln
-
         N, D = state.X.shape
         noise = likelihood.noise_array(state.params, D)
         prior = likelihood.prior_array(state.params)
@@ -445,13 +442,11 @@ class HierarchyGibbs(BaseEstimator):
                         rows_f.size, z_f, state.pred[rows_f] - z_f[:, None] * A[f],
                         A[f].copy(), rng,
                     )
-                log_ratio = (
-                    math.log(K) - math.log(state.alpha_m) - math.log(2.0**m - 2.0)
-                    + _log_column_prior(m, L, gammaln) - _log_column_prior(m_k, L, gammaln)
-                    - _log_column_prior(m_j, L, gammaln)
-                    + kernels.log_prior_feature(pkind, prior, a_new) - log_q_new
-                    - kernels.log_prior_feature(pkind, prior, A[k])
-                    - kernels.log_prior_feature(pkind, prior, A[j]) + log_q_old
+                log_ratio = _merge_log_ratio(
+                    K, state.alpha_m, L, m, m_k, m_j,
+                    kernels.log_prior_feature(pkind, prior, a_new) - log_q_new,
+                    kernels.log_prior_feature(pkind, prior, A[k])
+                    + kernels.log_prior_feature(pkind, prior, A[j]) - log_q_old,
                 )
                 pred_new = base + z_new[:, None] * a_new
             else:
@@ -491,13 +486,11 @@ class HierarchyGibbs(BaseEstimator):
                     )
                     pred_new[in_f] += z_f[:, None] * new_a[t]
                 m_k, m_j = int(col_k.sum()), int(col_j.sum())
-                log_ratio = -(
-                    math.log(K + 1) - math.log(state.alpha_m) - math.log(2.0**m - 2.0)
-                    + _log_column_prior(m, L, gammaln) - _log_column_prior(m_k, L, gammaln)
-                    - _log_column_prior(m_j, L, gammaln)
-                    + kernels.log_prior_feature(pkind, prior, A[k]) - log_q_old
-                    - kernels.log_prior_feature(pkind, prior, new_a[0])
-                    - kernels.log_prior_feature(pkind, prior, new_a[1]) + log_q_new
+                log_ratio = -_merge_log_ratio(
+                    K + 1, state.alpha_m, L, m, m_k, m_j,
+                    kernels.log_prior_feature(pkind, prior, A[k]) - log_q_old,
+                    kernels.log_prior_feature(pkind, prior, new_a[0])
+                    + kernels.log_prior_feature(pkind, prior, new_a[1]) - log_q_new,
                 )
             log_ratio += kernels.rows_log_likelihood(
                 okind, state.X, state.observed, rows, pred_new, noise
@@ -616,9 +609,24 @@ def _refresh_prediction(state: HierarchyState) -> None:
     state.pred = np.ascontiguousarray(Z.astype(np.float64) @ A)
 
 
-def _log_column_prior(m, L, gammaln) -> float:
+def _log_column_prior(m, L) -> float:
     """``log w(m) = log((m - 1)! (L - m)! / L!)``: the IBP prior of one column of ``M``."""
     return float(gammaln(m) + gammaln(L - m + 1) - gammaln(L + 1))
+
+
+def _merge_log_ratio(K, alpha_m, L, m, m_k, m_j, log_w_merged, log_w_parts) -> float:
+    """Log Metropolis-Hastings ratio of merging two features (a split is its negative).
+
+    ``K`` features before the merge; the parts are linked by ``m_k`` and ``m_j``
+    categories, the merged feature by ``m = m_k + m_j``; ``log_w_merged`` and
+    ``log_w_parts`` are ``log p(a) - log q(a)`` of the merged feature and the sum of
+    those of the two parts. The likelihood ratio is added by the caller.
+    """
+    return (
+        math.log(K) - math.log(alpha_m) - math.log(2.0**m - 2.0)
+        + _log_column_prior(m, L) - _log_column_prior(m_k, L) - _log_column_prior(m_j, L)
+        + log_w_merged - log_w_parts
+    )
 
 
 def _children_log_prior(z, s, log_q) -> float:
