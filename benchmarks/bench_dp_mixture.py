@@ -73,14 +73,11 @@ fastest solver under 0.4 s per sweep at N = 1,000,000, D = 2.
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 import warnings
 
-import numba
 import numpy as np
 import sklearn
 from scipy.special import logsumexp
@@ -88,11 +85,11 @@ from scipy.stats import multivariate_normal
 from sklearn.cluster import KMeans
 from sklearn.exceptions import ConvergenceWarning
 from sklearn.mixture import BayesianGaussianMixture
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_solvers import _commit, _cpu_model  # noqa: E402
+from bench_solvers import print_environment  # noqa: E402
 
 from sklearn_ibp import DPMixture  # noqa: E402
 from sklearn_ibp.likelihoods.conditionally_conjugate import (  # noqa: E402
@@ -124,22 +121,8 @@ BIG_QUICK = (("conjugate", "slice"), ("conjugate", "collapsed"))
 
 # -- environment ----------------------------------------------------------------------------
 def print_header(mode, blas_threads):
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
-    threads = {k: os.environ[k] for k in (
-        "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-        "NUMBA_NUM_THREADS",
-    ) if k in os.environ}
-    print(f"bench_dp_mixture.py {mode}  {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"commit {_commit()}")
-    print(f"CPU {_cpu_model()}, {os.cpu_count()} cores, load average "
-          + " ".join(f"{x:.2f}" for x in load))
-    print(f"Python {platform.python_version()}, NumPy {np.__version__}, numba {numba.__version__}, "
-          f"scikit-learn {sklearn.__version__}")
-    print(f"environment: {threads if threads else 'no OPENBLAS_*/OMP_*/MKL_* settings'}")
-    blas = ", ".join(f"{d['internal_api']} {d.get('version')} {d.get('architecture')} "
-                     f"{d['num_threads']} threads" for d in threadpool_info())
-    limit = f"limited to {blas_threads} thread(s)" if blas_threads else "not limited"
-    print(f"thread pools: {blas or 'none found'}; {limit}")
+    print_environment("bench_dp_mixture.py", mode, blas_threads,
+                      f"scikit-learn {sklearn.__version__}")
 
 
 def _load():

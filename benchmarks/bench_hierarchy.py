@@ -38,19 +38,16 @@ other benchmarks. After the timed sweeps the baseline's invariants are checked
 from __future__ import annotations
 
 import argparse
-import datetime
 import os
-import platform
 import sys
 import time
 
-import numba
 import numpy as np
-from threadpoolctl import threadpool_info, threadpool_limits
+from threadpoolctl import threadpool_limits
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from bench_solvers import _commit, _cpu_model  # noqa: E402
+from bench_solvers import print_environment  # noqa: E402
 from numpy_hierarchy import NumpyDPIBPGibbs, check_invariants  # noqa: E402
 
 from sklearn_ibp import NoisyOrHierarchy  # noqa: E402
@@ -73,24 +70,9 @@ NOISY_OR_SWEEPS, QUICK_NOISY_OR_SWEEPS = 15, 5
 
 # -- environment ----------------------------------------------------------------------------
 def print_header(mode, blas_threads):
-    load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
-    threads = {k: os.environ[k] for k in (
-        "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
-        "NUMBA_NUM_THREADS",
-    ) if k in os.environ}
-    print(f"bench_hierarchy.py {mode}  {datetime.datetime.now().isoformat(timespec='seconds')}")
-    print(f"commit {_commit()}")
-    print(f"CPU {_cpu_model()}, {os.cpu_count()} cores, load average "
-          + " ".join(f"{x:.2f}" for x in load))
     import scipy
 
-    print(f"Python {platform.python_version()}, NumPy {np.__version__}, SciPy "
-          f"{scipy.__version__}, numba {numba.__version__}")
-    print(f"environment: {threads if threads else 'no OPENBLAS_*/OMP_*/MKL_* settings'}")
-    blas = ", ".join(f"{d['internal_api']} {d.get('version')} {d.get('architecture')} "
-                     f"{d['num_threads']} threads" for d in threadpool_info())
-    limit = f"limited to {blas_threads} thread(s) while timing" if blas_threads else "not limited"
-    print(f"BLAS: {blas or 'none found'}; {limit}")
+    print_environment("bench_hierarchy.py", mode, blas_threads, f"SciPy {scipy.__version__}")
 
 
 def _load():

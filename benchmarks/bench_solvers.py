@@ -103,23 +103,29 @@ def _commit():
         return "unknown"
 
 
-def print_header(quick, blas_threads):
+def print_environment(script, mode, blas_threads, versions=""):
+    """The header every benchmark prints: when, which commit, the machine, its load, the
+    library versions (``versions`` adds to NumPy and numba) and the thread settings."""
     load = os.getloadavg() if hasattr(os, "getloadavg") else ("?",)
     threads = {k: os.environ[k] for k in (
         "OPENBLAS_CORETYPE", "OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS", "MKL_NUM_THREADS",
         "NUMBA_NUM_THREADS",
     ) if k in os.environ}
-    print(f"bench_solvers.py {'--quick' if quick else '(full)'}  "
-          f"{datetime.datetime.now().isoformat(timespec='seconds')}")
+    print(f"{script} {mode}  {datetime.datetime.now().isoformat(timespec='seconds')}")
     print(f"commit {_commit()}")
     print(f"CPU {_cpu_model()}, {os.cpu_count()} cores, load average "
           + " ".join(f"{x:.2f}" for x in load))
-    print(f"Python {platform.python_version()}, NumPy {np.__version__}, numba {numba.__version__}")
+    print(f"Python {platform.python_version()}, NumPy {np.__version__}, numba {numba.__version__}"
+          + (f", {versions}" if versions else ""))
     print(f"environment: {threads if threads else 'no OPENBLAS_*/OMP_*/MKL_* settings'}")
     blas = ", ".join(f"{d['internal_api']} {d.get('version')} {d.get('architecture')} "
                      f"{d['num_threads']} threads" for d in threadpool_info())
     limit = f"limited to {blas_threads} thread(s) while timing" if blas_threads else "not limited"
     print(f"BLAS: {blas or 'none found'}; {limit}")
+
+
+def print_header(quick, blas_threads):
+    print_environment("bench_solvers.py", "--quick" if quick else "(full)", blas_threads)
 
 
 # -- timing ---------------------------------------------------------------------------------
