@@ -591,8 +591,8 @@ def _run_chains(make, read, n_chains, n_sweeps, burn_in, seed):
     return np.array(traces, dtype=np.float64)  # (chains, sweeps, quantities)
 
 
-def _self_check(prior_chains=8, prior_sweeps=4000, prior_draw_count=40000, n_chains=16,
-                n_sweeps=3000, ours_chains=16, ours_sweeps=3000, burn_in=200):
+def _self_check(prior_chains=8, prior_sweeps=2000, prior_draw_count=40000, n_chains=12,
+                n_sweeps=2000, ours_chains=12, ours_sweeps=2000, burn_in=200):
     import time
 
     t_start = time.perf_counter()
