@@ -278,9 +278,13 @@ class NumpyNoisyOrGibbs:
                 z_old, s_old = st.Z[n, ks], st.S[n, ks]
                 s_new = s_old + sign
                 z_new, log_ratio = self._children(z_old, s_old, s_new, rng)
-                new_pred = st.pred[n] + (z_new - z_old).astype(np.float64) @ st.A[ks]
-                r = x - new_pred
-                new_lik = self._scale * float(r @ r)
+                dz = z_new - z_old
+                if dz.any():
+                    new_pred = st.pred[n] + dz.astype(np.float64) @ st.A[ks]
+                    r = x - new_pred
+                    new_lik = self._scale * float(r @ r)
+                else:  # no child changes: neither does the likelihood
+                    new_pred, new_lik = st.pred[n], log_lik
                 log_accept = (log_ratio + new_lik - log_lik
                               + sign * (math.log(others) - math.log(N - others)))
                 if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
