@@ -6,9 +6,10 @@ kernels cache):
 
 * ``observation_kind`` says how a row's prediction ``z_n A`` becomes a density:
   :data:`OBSERVE_GAUSSIAN` (``x_nd ~ N(pred_nd, noise[0, d])``, ``noise[0]`` holding
-  variances) or :data:`OBSERVE_DETECTION` (binary ``x_nd``; the feature pattern reaches
-  dimension ``d`` when ``pred_nd > 0.5``; then ``P(x_nd = 1) = 1 - noise[1, d]`` (a miss
-  rate), otherwise ``P(x_nd = 1) = noise[0, d]`` (a false-detection rate); seed 000 sec. 7.3).
+  variances and ``noise[1]`` their logarithms) or :data:`OBSERVE_DETECTION` (binary
+  ``x_nd``; the feature pattern reaches dimension ``d`` when ``pred_nd > 0.5``; then
+  ``P(x_nd = 1) = 1 - noise[1, d]`` (a miss rate), otherwise ``P(x_nd = 1) = noise[0, d]``
+  (a false-detection rate); seed 000 sec. 7.3).
 * ``prior_kind`` says how a new feature row ``a_k`` is drawn from its prior:
   :data:`PRIOR_GAUSSIAN` (``N(0, prior[0]^2)``), :data:`PRIOR_EXPONENTIAL` (rate
   ``prior[0]``, seed 000 appendix A.2) or :data:`PRIOR_BERNOULLI` (``P(a_kd = 1) =
@@ -48,7 +49,7 @@ _LOG_2PI = math.log(2.0 * math.pi)
 def _entry_log_likelihood(kind, x, pred, noise, d):
     if kind == OBSERVE_GAUSSIAN:
         r = x - pred
-        return -0.5 * (_LOG_2PI + math.log(noise[0, d]) + r * r / noise[0, d])
+        return -0.5 * (_LOG_2PI + noise[1, d] + r * r / noise[0, d])
     p_one = 1.0 - noise[1, d] if pred > 0.5 else noise[0, d]
     return math.log(p_one) if x > 0.5 else math.log1p(-p_one)
 
@@ -69,8 +70,8 @@ def row_log_likelihood(kind, x, observed, pred, noise):
         ``z_n A``: the mean (Gaussian) or the count of active features reaching each
         dimension (detection).
     noise : ndarray of shape (2, n_dims)
-        Variances in row 0 (Gaussian); false-detection rates in row 0 and miss rates in
-        row 1 (detection).
+        Variances in row 0 and their logarithms in row 1 (Gaussian); false-detection
+        rates in row 0 and miss rates in row 1 (detection).
     """
     total = 0.0
     for d in range(x.shape[0]):

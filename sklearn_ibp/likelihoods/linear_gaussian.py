@@ -17,7 +17,8 @@ missing entries are given by an ``observed`` mask instead of NaN.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve, solve_triangular
+from scipy.linalg import cho_factor, cho_solve
+from scipy.linalg.lapack import dpotrf, dpotrs, dtrtrs
 from sklearn.utils import check_random_state
 
 from ._feature_base import FeatureLikelihood
@@ -211,11 +212,16 @@ def sample_features_from_information(precision, shift, rng):
     n_features, n_dims = shift.shape
     if n_features == 0:
         return np.zeros((0, n_dims))
-    chol = np.linalg.cholesky(precision)
-    mean = cho_solve((chol, True), shift)
+    # LAPACK directly: the samplers call this every sweep on small matrices, where the
+    # argument checks of scipy.linalg's wrappers cost more than the factorisation.
+    chol, info = dpotrf(precision, lower=1, clean=0)
+    if info != 0:
+        raise np.linalg.LinAlgError("the posterior precision of A is not positive definite")
+    mean, _ = dpotrs(chol, shift, lower=1)
     noise = rng.standard_normal((n_features, n_dims))
     # P = L L^T, so L^{-T} eps has covariance P^{-1}.
-    return mean + solve_triangular(chol, noise, lower=True, trans="T")
+    spread, _ = dtrtrs(chol, noise, lower=1, trans=1)
+    return mean + spread
 
 
 def row_log_predictive(X, Z, mean, cov, sigma_x: float):
@@ -317,10 +323,11 @@ class _GaussianNoise(FeatureLikelihood):
         _check_feature_data(X, observed)
 
     def noise_array(self, params, n_dims: int) -> np.ndarray:
-        """Row 0 holds the noise variance ``sigma_x^2`` for every dimension; row 1 is
-        unused (zeros)."""
-        noise = np.zeros((2, n_dims))
+        """Row 0 holds the noise variance ``sigma_x^2`` for every dimension, row 1 its
+        logarithm (so that the kernels take no logarithm per entry)."""
+        noise = np.empty((2, n_dims))
         noise[0] = float(params["sigma_x"]) ** 2
+        noise[1] = np.log(noise[0])
         return noise
 
     def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:

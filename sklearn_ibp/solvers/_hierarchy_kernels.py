@@ -182,6 +182,15 @@ def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
 
 
 @njit(cache=True)
+def _children_change(deltas, n_changes):
+    """Whether any child changes (else the row's prediction and likelihood stay)."""
+    for j in range(n_changes):
+        if deltas[j] != 0:
+            return True
+    return False
+
+
+@njit(cache=True)
 def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng):
     """Children of row ``n`` under a change ``s_n += sign * row_shift``.
 
@@ -431,6 +440,7 @@ def ibp_rows(
     cat_order = np.empty(Lcap, dtype=np.int64)
     own = np.empty(Kcap, dtype=np.int64)
     order = np.empty(Kcap, dtype=np.int64)
+    log_count = np.log(np.arange(N + 1.0))  # log n, for the IBP prior odds of c_nl
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -456,8 +466,10 @@ def ibp_rows(
                 n, shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng
             )
             _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
-            new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
-            log_odds = math.log(others) - math.log(N - others)
+            new_lik = log_lik
+            if _children_change(deltas, n_changes):
+                new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+            log_odds = log_count[others] - log_count[N - others]
             log_accept = log_ratio + new_lik - log_lik + (log_odds if sign == 1 else -log_odds)
             if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
                 _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, ks, deltas,
@@ -797,9 +809,11 @@ def link_pass(
                 member_changes[i] = n_changes
                 _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
                              new_preds[i])
-                new_liks[i] = row_log_likelihood(
-                    obs_kind, X[n], observed[n], new_preds[i], noise
-                )
+                new_liks[i] = old_liks[i]
+                if _children_change(member_deltas[i], n_changes):
+                    new_liks[i] = row_log_likelihood(
+                        obs_kind, X[n], observed[n], new_preds[i], noise
+                    )
                 log_accept += log_ratio + new_liks[i] - old_liks[i]
             if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
                 for i in range(n_members):
@@ -848,6 +862,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
     order = np.empty(K_slots, dtype=np.int64)
     _random_order(K_slots, order, rng)
     for n in range(N):
+        lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         for j in range(K_slots):
             k = order[j]
             s = S[n, k]
@@ -856,7 +871,6 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
             z = Z[n, k]
             for d in range(D):
                 row[d] = pred[n, d] + (1.0 - 2.0 * z) * A[k, d]
-            lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
             lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], row, noise)
             log_on = child_log_prior(1, s, log_q, LINK_NOISY_OR)
             log_off = s * log_q
@@ -873,6 +887,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
                 Z[n, k] = z_new
                 for d in range(D):
                     pred[n, d] = row[d]
+                lik_cur = lik_flip
 
 
 # --------------------------------------------------------------------------------------

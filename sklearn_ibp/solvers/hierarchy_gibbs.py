@@ -316,7 +316,8 @@ class HierarchyGibbs(BaseEstimator):
         L = state.n_categories
         for _ in range(K if n_attempts is None else n_attempts):
             k, j = rng.choice(K, size=2, replace=False)
-            C, M, Z, A = (np.array(x) for x in state.live)
+            # Views: nothing below writes into them before the move is accepted.
+            M = state.M[:L, :K]
             in_k, in_j = M[:, k] == 1, M[:, j] == 1
             if not np.any(in_k & in_j):
                 extract = True
@@ -324,6 +325,7 @@ class HierarchyGibbs(BaseEstimator):
                 extract = False
             else:
                 continue
+            C, Z, A = state.C[:, :L], state.Z[:, :K], state.A[:K]
             S = state.S[:, :K]
             M_new = M.copy()
             M_new[in_k, j] = 1 if extract else 0
