@@ -69,6 +69,12 @@ Differences from ``HierarchyGibbs`` (``upper="ibp"``, ``link="noisy_or"``):
 * likelihood ratios drop the constant ``-D/2 log(2 pi sigma_x^2)`` of each row (every
   ratio compares the same rows).
 
+Shared with ours, on purpose (same moves): step 1(b) leaves out the truncated-Poisson mass
+of the new features' counts (``dp_rows`` includes it; negligible here) and does not reject
+when the row has more than ``max_new_categories`` own categories or one of them more than
+``max_new_features`` own features (whose reverse draw is impossible); step 2(b) rejects
+when the category has more than ``max_new_features`` own features, as ours does.
+
 This file imports nothing from :mod:`sklearn_ibp` except in its self-check,
 ``python benchmarks/numpy_noisy_or.py`` (about 3 minutes): (a) with ``D = 0`` (no
 likelihood) the chain must reproduce the noisy-or IBP-IBP prior (``E[L]``, ``E[K]``,
