@@ -329,7 +329,8 @@ class HierarchyGibbs(BaseEstimator):
             S = state.S[:, :K]
             M_new = M.copy()
             M_new[in_k, j] = 1 if extract else 0
-            s_j = C.astype(np.int64) @ M_new[:, j].astype(np.int64)
+            # The categories of k gain (extract) or lose (absorb) their link to j.
+            s_j = S[:, j] + (1 if extract else -1) * C[:, in_k].sum(axis=1, dtype=np.int64)
             Z_new = Z.copy()
             if state.link == kernels.LINK_OR:
                 Z_new[:, j] = s_j > 0
@@ -345,7 +346,8 @@ class HierarchyGibbs(BaseEstimator):
             rows = np.flatnonzero(S[:, k] > 0)
             z_k = Z[rows, k].astype(np.int64)
             pred_old = state.pred[rows] - z_k[:, None] * A[k]
-            pred_new = (Z_new[rows].astype(float) @ A) - z_k[:, None] * A[k]
+            dz_j = Z_new[rows, j].astype(np.int64) - Z[rows, j]
+            pred_new = pred_old + dz_j[:, None] * A[j]
             A_new = A.copy()
             log_q_old = kernels.feature_proposal(
                 False, likelihood.prior_kind, prior, likelihood.observation_kind, noise,
