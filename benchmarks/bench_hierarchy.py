@@ -2,10 +2,10 @@
 
 Run from the repository root::
 
-    python benchmarks/bench_hierarchy.py            # full run (about 70 s on 2 cores)
+    python benchmarks/bench_hierarchy.py            # full run (40-70 s on 2 cores)
     python benchmarks/bench_hierarchy.py --quick    # fewer rounds, a shorter fit (~25 s)
     python benchmarks/numpy_hierarchy.py            # the DP-IBP baseline's check (~3.5 min)
-    python benchmarks/numpy_noisy_or.py             # the noisy-or baseline's check (~4 min)
+    python benchmarks/numpy_noisy_or.py             # the noisy-or baseline's check (~3 min)
 
 What is timed (seed 000 chapter 7):
 
