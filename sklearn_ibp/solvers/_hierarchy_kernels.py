@@ -426,7 +426,11 @@ def ibp_rows(
     ``Poisson(alpha_C / N)`` new categories whose links follow the IBP predictive of ``M``
     and whose new features' ``A`` is proposed from the row's data (the uncollapsed
     new-feature move of seed 000 sec. 3.2 one level up; the Metropolis-Hastings ratio holds
-    the likelihood and ``p(A) / q(A)`` of the new and of the replaced features).
+    the likelihood and ``p(A) / q(A)`` of the new and of the replaced features). The counts
+    are truncated (at ``max_new_categories`` categories, ``max_new`` new features a
+    category): the ratio holds the truncated Poisson's mass of the new features' counts,
+    and a row whose own categories the truncated proposal could not have drawn keeps them,
+    so the move is exact at any truncation (a tight one only slows mixing).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -441,6 +445,8 @@ def ibp_rows(
     own = np.empty(Kcap, dtype=np.int64)
     order = np.empty(Kcap, dtype=np.int64)
     log_count = np.log(np.arange(N + 1.0))  # log n, for the IBP prior odds of c_nl
+    own_categories = np.empty(Lcap, dtype=np.int64)
+    seen = np.empty(Kcap, dtype=np.int8)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -487,6 +493,37 @@ def ibp_rows(
                 for k in range(K_slots):
                     shift[k] -= M[cat, k]
         L_minus = counts[L_LIVE] - n_own
+        # The reverse of the truncated proposal: at most max_new_categories own categories,
+        # each of which, taken in a uniformly random order (an auxiliary variable, as for
+        # the features in _propose_feature), brings at most max_new features that no other
+        # category and no own category before it links; else the move cannot be reversed
+        # and is rejected. The truncated Poisson's mass of those counts enters the ratio.
+        if n_own > max_new_categories:
+            continue
+        log_truncation = 0.0
+        feasible = True
+        if n_own > 0:
+            n_found = 0
+            for cat in range(L_slots):
+                if C[n, cat] == 1 and sizes[cat] == 1:
+                    own_categories[n_found] = cat
+                    n_found += 1
+            _random_order(n_own, cat_order, rng)
+            for k in range(K_slots):
+                seen[k] = 0
+            for j in range(n_own):
+                cat = own_categories[cat_order[j]]
+                n_introduced = 0
+                for k in range(K_slots):
+                    if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
+                        seen[k] = 1
+                        n_introduced += 1
+                if n_introduced > max_new:
+                    feasible = False
+                    break
+                log_truncation -= _log_poisson_cdf(alpha_m / (L_minus + j + 1.0), max_new)
+        if not feasible:
+            continue
         # Proposal: new categories with links from the IBP predictive over categories.
         n_cat = _poisson(alpha_c / N, max_new_categories, rng)
         prop_links = np.zeros((max(n_cat, 1), K_slots + n_cat * max_new), dtype=np.int8)
@@ -499,6 +536,7 @@ def ibp_rows(
             for k in range(K_slots + n_feat):
                 if link_count[k] > 0 and rng.random() * customers < link_count[k]:
                     prop_links[j, k] = 1
+            log_truncation += _log_poisson_cdf(alpha_m / customers, max_new)
             t_new = _poisson(alpha_m / customers, max_new, rng)
             for _ in range(t_new):
                 k = K_slots + n_feat
@@ -521,6 +559,7 @@ def ibp_rows(
         )
         if n_own == 0 and n_cat == 0:
             continue
+        log_ratio += log_truncation
         # Reverse: the features only the own categories link, scored in a random order
         # given the row's current features that other categories link.
         for d in range(D):

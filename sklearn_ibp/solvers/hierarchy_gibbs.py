@@ -96,9 +96,13 @@ class HierarchyGibbs(BaseEstimator):
         Fresh categories offered to a row by Algorithm 8 (DP upper process only).
     max_new_features : int, default=6
         Largest number of new features one proposal may create (a truncation of the
-        Poisson proposal; the posterior mass beyond it is negligible for the rates met).
+        Poisson proposal). The moves hold the truncated mass and refuse what they could
+        not have proposed, so a smaller value only slows mixing; the one exception is the
+        DP's Algorithm 8, which weights a singleton category with more own features as if
+        its count were untruncated (prior probability about 1e-4 at the default).
     max_new_categories : int, default=4
-        Largest number of new categories one row may propose (IBP upper process).
+        Largest number of new categories one row may propose (IBP upper process; exact
+        at any value, as above).
     transfer_moves : bool, default=True
         Also try, ``K`` times a sweep, to move part of a feature into another (see
         :meth:`transfer_features`): the move that frees a chain from features that are
