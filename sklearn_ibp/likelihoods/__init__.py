@@ -4,6 +4,7 @@ component models with their base distributions (the DP mixtures)."""
 from .conditionally_conjugate import ConditionallyConjugateBase
 from .exponential import ExponentialGaussian
 from .factor_analyzer import FactorAnalyzerBase
+from .leaky_noisy_or import LeakyNoisyOr
 from .linear_gaussian import (
     LinearGaussianFeatures,
     feature_posterior,
@@ -21,6 +22,7 @@ __all__ = [
     "ConditionallyConjugateBase",
     "ExponentialGaussian",
     "FactorAnalyzerBase",
+    "LeakyNoisyOr",
     "LinearGaussianFeatures",
     "NormalWishartBase",
     "feature_posterior",

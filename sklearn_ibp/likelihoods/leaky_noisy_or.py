@@ -1,0 +1,247 @@
+"""Binary data from binary features through a leaky noisy-or (seed 000 appendix A.3, eq. A.4).
+
+Each ``a_kd`` is 1 with probability ``p_a`` ("``A`` is also a binary matrix in which each
+element ``A_kd`` has an independent probability of ``p_A`` to be one"). Row ``n`` reaches
+dimension ``d`` through ``c_nd = z_n . a_d = (z_n A)_d`` active features, and
+
+    P(x_nd = 1 | Z, A) = 1 - eps lambda^(c_nd)                                  (A.4)
+
+so each reaching feature independently fails to switch ``x_nd`` on with probability
+``lambda``, and the leak (the chance of a one that no feature explains, ``1 - eps``)
+fails with probability ``eps``. Unlike the per-dimension detection model of sec. 7.3
+(:class:`~sklearn_ibp.likelihoods.BinaryDetection`), the chance of a one grows with every
+reaching feature, and ``eps`` and ``lambda`` are shared by all dimensions.
+
+The seed gives no priors for ``eps``, ``lambda`` and ``p_A``; here each has a vague
+``Beta(1, 1)`` prior (changeable through the constructor). ``A`` cannot be integrated
+out; as the seed says, each ``a_kd`` is Gibbs-sampled from its two-point conditional
+(:mod:`._leaky_noisy_or_kernels`).
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from .._slice import slice_sample
+from ._feature_base import FeatureLikelihood
+from ._leaky_noisy_or_kernels import sweep_noisy_or_features
+from ._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
+from .linear_gaussian import _check_feature_data, _rows_by_feature
+
+__all__ = ["LeakyNoisyOr"]
+
+
+def _counts(Z, A):
+    """``Z A`` as int64 (n_samples, n_dims): how many active features reach each entry."""
+    Z = np.asarray(Z, dtype=np.float64)
+    A = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)
+    return np.rint(Z @ A).astype(np.int64)
+
+
+def _log_sigmoid(u: float) -> float:
+    """``log(1 / (1 + exp(-u)))`` without overflow."""
+    return -math.log1p(math.exp(-u)) if u >= 0.0 else u - math.log1p(math.exp(u))
+
+
+def _check_beta_prior(prior, name):
+    a, b = (float(v) for v in prior)
+    if not (a > 0.0 and b > 0.0 and math.isfinite(a) and math.isfinite(b)):
+        raise ValueError(f"{name} must be two positive finite numbers (a, b), got {prior!r}.")
+    return a, b
+
+
+class LeakyNoisyOr(FeatureLikelihood):
+    """Binary features observed through a leaky noisy-or (seed 000 appendix A.3, eq. A.4).
+
+    ``a_kd ~ Bernoulli(p_a)``; ``P(x_nd = 1 | z_n, A) = 1 - epsilon * lambda^((z_n A)_d)``.
+    Parameters: ``params = {"epsilon": float, "lambda": float, "p_a": float}``, all three
+    scalars (:attr:`parameter_names`), each in (0, 1): ``1 - epsilon`` is the leak (the
+    probability of a one that no active feature reaches) and ``lambda`` the probability that
+    one reaching feature fails to switch the entry on.
+
+    ``X`` holds 0 or 1 at its observed entries; missing entries are left out of every term.
+
+    Parameters
+    ----------
+    epsilon_prior, lambda_prior, p_a_prior : tuple of two floats, default=(1.0, 1.0)
+        Beta prior ``(a, b)`` of ``epsilon``, ``lambda`` and ``p_a``. The seed names no
+        prior; the default is uniform.
+    """
+
+    name = "noisy_or"
+    observation_kind = OBSERVE_NOISY_OR
+    prior_kind = PRIOR_BERNOULLI
+    parameter_names = ("epsilon", "lambda", "p_a")
+
+    def __init__(self, epsilon_prior=(1.0, 1.0), lambda_prior=(1.0, 1.0), p_a_prior=(1.0, 1.0)):
+        self.epsilon_prior = _check_beta_prior(epsilon_prior, "epsilon_prior")
+        self.lambda_prior = _check_beta_prior(lambda_prior, "lambda_prior")
+        self.p_a_prior = _check_beta_prior(p_a_prior, "p_a_prior")
+
+    def check_data(self, X, observed) -> None:
+        """Raise ``ValueError`` naming ``X`` unless ``X`` is 2-d, ``observed`` has its
+        shape, and every observed entry is 0 or 1."""
+        X, mask = _check_feature_data(X, observed)
+        values = X[mask]
+        if not np.all((values == 0.0) | (values == 1.0)):
+            bad = values[(values != 0.0) & (values != 1.0)][0]
+            raise ValueError(
+                "X must be binary (0 or 1) at its observed entries for the noisy_or "
+                f"likelihood; found {bad!r}."
+            )
+
+    def initial_parameters(self, X, observed) -> dict:
+        """``epsilon = 0.9`` (a leak of 0.1), ``lambda = 0.2`` (one reaching feature
+        switches an entry on with probability 0.82) and ``p_a = 0.5``; the data are only
+        checked."""
+        _check_feature_data(X, observed)
+        return {"epsilon": 0.9, "lambda": 0.2, "p_a": 0.5}
+
+    def noise_array(self, params, n_dims: int) -> np.ndarray:
+        """``log epsilon`` in row 0 and ``log lambda`` in row 1 for every dimension, shape
+        (2, n_dims) (the layout of ``OBSERVE_NOISY_OR``)."""
+        noise = np.empty((2, n_dims))
+        with np.errstate(divide="ignore"):
+            noise[0] = np.log(float(params["epsilon"]))
+            noise[1] = np.log(float(params["lambda"]))
+        return noise
+
+    def prior_array(self, params) -> np.ndarray:
+        """``[p_a]``: the probability that a feature includes a dimension."""
+        return np.array([float(params["p_a"])])
+
+    def sample_prior_features(self, n_features: int, n_dims: int, params, rng) -> np.ndarray:
+        """``a_kd ~ Bernoulli(p_a)`` as float64 0/1, shape (n_features, n_dims)."""
+        return (rng.random((n_features, n_dims)) < float(params["p_a"])).astype(np.float64)
+
+    def sample_features(self, X, observed, Z, A, params, rng) -> np.ndarray:
+        """One element-wise Gibbs sweep over the binary ``A`` (features in order, all
+        dimensions of a feature together, seed 000 appendix A.3), starting from the current
+        ``A`` (not modified); returns float64 0/1 of shape (n_features, n_dims)."""
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        new = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)
+        counts = _counts(Z, new)
+        ptr, rows = _rows_by_feature(Z)
+        sweep_noisy_or_features(
+            new,
+            counts,
+            X,
+            np.ascontiguousarray(np.asarray(observed).astype(bool), dtype=np.uint8),
+            ptr,
+            rows,
+            self.noise_array(params, X.shape[1]),
+            float(params["p_a"]),
+            rng,
+        )
+        return new
+
+    def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
+        """``epsilon``, then ``lambda``, then ``p_a`` from their conditionals.
+
+        ``p_a ~ Beta(a + sum A, b + K D - sum A)`` is conjugate. ``epsilon`` and ``lambda``
+        are not: given the tallies ``n0[c]`` and ``n1[c]`` of observed zeros and ones
+        reached by ``c`` features, their joint log likelihood is
+
+            sum_c n0[c] (log eps + c log lambda) + n1[c] log(1 - eps lambda^c),
+
+        and each is updated in turn by one slice-sampling step (Neal 2003, stepping out and
+        shrinkage; :func:`sklearn_ibp._slice.slice_sample`) on its logit, whose density is
+        the likelihood times ``eps^a (1 - eps)^b`` (the Beta prior times the Jacobian).
+        A slice step leaves the exact conditional invariant, so the chain targets the exact
+        posterior (no approximation); an evaluation costs O(K), not O(N D).
+        """
+        X = np.asarray(X, dtype=np.float64)
+        mask = np.asarray(observed).astype(bool)
+        counts = _counts(Z, A)
+        ones = mask & (X > 0.5)
+        zeros = mask & ~(X > 0.5)
+        n_zero_total = float(np.sum(zeros))
+        zero_count_sum = float(np.sum(counts[zeros]))
+        one_tally = np.bincount(counts[ones], minlength=1).astype(np.float64)
+        one_levels = np.flatnonzero(one_tally).astype(np.float64)
+        one_weights = one_tally[one_tally > 0]
+
+        def log_likelihood(log_eps, log_lam):
+            total = n_zero_total * log_eps
+            if zero_count_sum > 0.0:
+                total += zero_count_sum * log_lam
+            if one_weights.size:
+                exponent = log_eps + one_levels * log_lam
+                with np.errstate(divide="ignore"):
+                    total += float(np.dot(one_weights, np.log(-np.expm1(exponent))))
+            return total
+
+        log_eps = math.log(float(params["epsilon"]))
+        log_lam = math.log(float(params["lambda"]))
+
+        a, b = self.epsilon_prior
+
+        def log_density_eps(u):
+            log_p, log_q = _log_sigmoid(u), _log_sigmoid(-u)
+            return a * log_p + b * log_q + log_likelihood(log_p, log_lam)
+
+        u = slice_sample(log_density_eps, _logit(float(params["epsilon"])), rng, width=2.0)
+        log_eps = _log_sigmoid(u)
+        epsilon = _sigmoid(u)
+
+        a, b = self.lambda_prior
+
+        def log_density_lam(v):
+            log_p, log_q = _log_sigmoid(v), _log_sigmoid(-v)
+            return a * log_p + b * log_q + log_likelihood(log_eps, log_p)
+
+        v = slice_sample(log_density_lam, _logit(float(params["lambda"])), rng, width=2.0)
+        lam = _sigmoid(v)
+
+        A = np.asarray(A, dtype=np.float64)
+        n_on = float(np.sum(A > 0.5))
+        a, b = self.p_a_prior
+        p_a = float(rng.beta(a + n_on, b + A.size - n_on))
+        return {**params, "epsilon": epsilon, "lambda": lam, "p_a": p_a}
+
+    def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
+        """``sum_d log P(x_nd | z_n, A)`` over the observed entries of each row, with
+        ``log P(x_nd = 0) = log epsilon + c_nd log lambda`` (eq. A.4)."""
+        X = np.asarray(X, dtype=np.float64)
+        mask = np.asarray(observed).astype(bool)
+        log_p_zero = self._log_prob_zero(Z, A, params)
+        with np.errstate(divide="ignore"):
+            log_p = np.where(X > 0.5, np.log(-np.expm1(log_p_zero)), log_p_zero)
+        return np.where(mask, log_p, 0.0).sum(axis=1)
+
+    def log_prior_features(self, A, params) -> float:
+        """``sum_kd log Bernoulli(a_kd; p_a)``."""
+        A = np.asarray(A, dtype=np.float64)
+        n_on = float(np.sum(A > 0.5))
+        p_a = float(params["p_a"])
+        with np.errstate(divide="ignore"):
+            return float(n_on * np.log(p_a) + (A.size - n_on) * np.log1p(-p_a))
+
+    def predict(self, Z, A, params) -> np.ndarray:
+        """``P(x_nd = 1 | z_n, A) = 1 - epsilon lambda^((z_n A)_d)``, shape
+        (n_samples, n_dims)."""
+        return -np.expm1(self._log_prob_zero(Z, A, params))
+
+    def sample_data(self, Z, A, params, rng) -> np.ndarray:
+        """Binary data (float64 0/1) with ``P(x_nd = 1)`` from :meth:`predict`."""
+        p_one = self.predict(Z, A, params)
+        return (rng.random(p_one.shape) < p_one).astype(np.float64)
+
+    @staticmethod
+    def _log_prob_zero(Z, A, params) -> np.ndarray:
+        """``log P(x_nd = 0) = log epsilon + c_nd log lambda`` (0 * log 0 read as 0)."""
+        counts = _counts(Z, A)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_lam = np.log(float(params["lambda"]))
+            log_eps = np.log(float(params["epsilon"]))
+            return np.where(counts > 0, log_eps + counts * log_lam, log_eps)
+
+
+def _logit(p: float) -> float:
+    return math.log(p) - math.log1p(-p)
+
+
+def _sigmoid(u: float) -> float:
+    return 1.0 / (1.0 + math.exp(-u)) if u >= 0.0 else math.exp(u) / (1.0 + math.exp(u))
