@@ -159,18 +159,20 @@ class LeakyNoisyOr(FeatureLikelihood):
         zeros = mask & ~(X > 0.5)
         n_zero_total = float(np.sum(zeros))
         zero_count_sum = float(np.sum(counts[zeros]))
-        one_tally = np.bincount(counts[ones], minlength=1).astype(np.float64)
-        one_levels = np.flatnonzero(one_tally).astype(np.float64)
-        one_weights = one_tally[one_tally > 0]
+        one_tally = np.bincount(counts[ones], minlength=1)
+        # (count, number of ones at that count): at most K + 1 pairs, so plain floats
+        # evaluate faster than NumPy calls in the slice sampler's loop.
+        one_levels = [(float(c), float(m)) for c, m in enumerate(one_tally) if m > 0]
 
         def log_likelihood(log_eps, log_lam):
             total = n_zero_total * log_eps
             if zero_count_sum > 0.0:
                 total += zero_count_sum * log_lam
-            if one_weights.size:
-                exponent = log_eps + one_levels * log_lam
-                with np.errstate(divide="ignore"):
-                    total += float(np.dot(one_weights, np.log(-np.expm1(exponent))))
+            for level, weight in one_levels:
+                p_zero = math.exp(log_eps + level * log_lam) if level else math.exp(log_eps)
+                if p_zero >= 1.0:
+                    return -math.inf
+                total += weight * math.log1p(-p_zero)
             return total
 
         log_eps = math.log(float(params["epsilon"]))
