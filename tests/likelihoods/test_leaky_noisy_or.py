@@ -264,12 +264,14 @@ def noisy_or_problem():
     observed = np.ones(X.shape, dtype=np.uint8)
     observed[2, 1] = 0
     X[2, 1] = 0.5
-    return Z, X, observed, {"epsilon": 0.75, "lambda": 0.3, "p_a": 0.4}
+    # p_a far from 1/2 makes the prior's share of the conditional visible to the test.
+    return Z, X, observed, {"epsilon": 0.75, "lambda": 0.3, "p_a": 0.25}
 
 
 def test_gibbs_chain_matches_enumeration():
     """16 states of A; the chain's histogram against the exact posterior by chi-square,
-    the states expected fewer than 10 times pooled into one cell (here 2 of 16)."""
+    the states expected fewer than 10 times pooled into one cell (here 2 of 16).
+    Measured: p = 0.90; with the prior log odds scaled by 0.8 in the kernel, p = 2e-31."""
     Z, X, observed, params = noisy_or_problem()
     states, exact = enumerated_posterior(Z, X, observed, params)
     assert exact.max() < 0.5
@@ -285,7 +287,7 @@ def test_gibbs_chain_matches_enumeration():
             counts[index[tuple(A.ravel().astype(int))]] += 1
     expected = exact * counts.sum()
     rare = expected < 10
-    assert rare.sum() <= 3
+    assert 1 <= rare.sum() <= 3
     observed_cells = np.append(counts[~rare], counts[rare].sum())
     expected_cells = np.append(expected[~rare], expected[rare].sum())
     assert stats.chisquare(observed_cells, expected_cells).pvalue > P_MIN
@@ -357,7 +359,9 @@ def test_log_prob_one_table():
 def test_epsilon_and_lambda_follow_their_grid_posterior():
     """(X, Z, A) fixed: the slice-sampled (epsilon, lambda) chain against their joint
     posterior on a 400 x 400 grid (means within Z_MAX batch-means errors, KS of each
-    marginal on a thinned chain); p_a against its Beta posterior."""
+    marginal on a thinned chain); p_a against its Beta posterior. Measured KS p = 0.38,
+    0.94, 0.60; it fails with the slice target's Jacobian dropped, the zeros' log lambda
+    term scaled by 0.8, or one spurious failure in the p_a tally."""
     model, X, observed, Z, A, params = make_case(5)
     counts = (Z.astype(float) @ A)
     size = 400
@@ -401,7 +405,12 @@ def test_geweke_parameters_keep_their_priors():
     """Successive conditionals: X ~ p(X | Z, A, theta), A ~ Gibbs, theta ~ sample_parameters.
     The joint p(theta) p(A | theta) p(X | Z, A, theta) is invariant, so epsilon, lambda and
     p_a keep their (asymmetric) Beta priors and a_kd its Bernoulli(E p_a) marginal.
-    Means within Z_MAX batch-means errors; KS on a chain thinned to near independence."""
+    Means within Z_MAX batch-means errors; KS on a chain thinned to near independence
+    (lag-20 autocorrelations below 0.02). Measured: z = -0.04, 0.57, -1.58 and KS p = 0.22,
+    0.09, 0.99 for epsilon, lambda, p_a; z = -0.95 for the mean of A. Each of these breaks
+    fails it (|z| from 4.9 to 33): the kernel's zero-entry term or prior log odds scaled,
+    the own count not removed, the slice target without its Jacobian, a wrong p_a tally,
+    data drawn with P(x = 1) scaled by 1.1."""
     priors = {"epsilon": (4.0, 2.0), "lambda": (2.0, 5.0), "p_a": (2.0, 3.0)}
     model = LeakyNoisyOr(
         epsilon_prior=priors["epsilon"],
