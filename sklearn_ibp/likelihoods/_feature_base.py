@@ -31,7 +31,8 @@ class FeatureLikelihood:
 
     #: The value users pass as ``likelihood=...``.
     name: str = ""
-    #: ``OBSERVE_GAUSSIAN`` or ``OBSERVE_DETECTION`` (see :mod:`._observation_kernels`).
+    #: ``OBSERVE_GAUSSIAN``, ``OBSERVE_DETECTION`` or ``OBSERVE_NOISY_OR`` (see
+    #: :mod:`._observation_kernels`).
     observation_kind: int = 0
     #: ``PRIOR_GAUSSIAN``, ``PRIOR_EXPONENTIAL`` or ``PRIOR_BERNOULLI``.
     prior_kind: int = 0
