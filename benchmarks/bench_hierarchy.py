@@ -29,8 +29,12 @@ What is timed (seed 000 chapter 7):
    state after the estimator's staged start (10 sweeps of ours each of the DP-IBP, the
    IBP-IBP and the noisy-or, hyperparameters sampled), converted to the baseline's
    state; ``alpha_C``, ``alpha_M``, ``q``, ``sigma_x`` and ``rate`` are then fixed at
-   their last values for all three. Printed: median seconds per sweep and the ratios
-   numpy / ours and numpy / same-moves ours.
+   their last values for all. A fourth sampler, ours on the IBP-IBP (``link="or"``,
+   ``Z = [C M > 0]`` from the same ``C``, ``M``, ``A``), is interleaved with them, so that
+   each model's seconds per sweep can be set against the NumPy noisy-or sweep of the
+   same run, as the issue asks. Printed: median seconds per sweep, the ratios numpy /
+   ours and numpy / same-moves ours, and a summary of each model (DP-IBP from item 1,
+   IBP-IBP, noisy-or) against the NumPy noisy-or sweep.
 3. **Quality**: ``NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential",
    n_iter=300, random_state=0).fit`` on the 700 images: wall time, the best correlation of
    each true shape with a fitted feature, and ``len(model.motifs_)``.
@@ -216,13 +220,14 @@ def noisy_or_start(X, seed=0):
     return start, hyper
 
 
-def ours_noisy_from(X, start, hyper, rng):
+def ours_noisy_from(X, start, hyper, rng, link="noisy_or"):
+    """Our state from the staged start; ``link="or"`` gives the IBP-IBP (``Z = [C M > 0]``)."""
     C, M, Z, A = start
     lik = ExponentialGaussian()
     return HierarchyGibbs.new_state(
         X, _observed(X), lik, dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"]),
-        upper="ibp", link="noisy_or", alpha_c=hyper["alpha_c"], alpha_m=hyper["alpha_m"],
-        q=hyper["q"], C=C, M=M, Z=Z, A=A, rng=rng,
+        upper="ibp", link=link, alpha_c=hyper["alpha_c"], alpha_m=hyper["alpha_m"],
+        q=hyper["q"], C=C, M=M, Z=Z if link == "noisy_or" else None, A=A, rng=rng,
     )
 
 
@@ -240,23 +245,26 @@ def check_ours_noisy(state):
 
 def time_noisy_or(X, plan, seed=1):
     """Ours with the default moves, ours with the baseline's moves (no transfer, no
-    merge/split) and the NumPy baseline, interleaved from the same staged start."""
+    merge/split), ours on the IBP-IBP (the ``or`` link, default moves) and the NumPy
+    baseline, interleaved from the same staged start."""
     lik = ExponentialGaussian()
     start, hyper = noisy_or_start(X)
     samplers = {"ours": HierarchyGibbs(),
-                "same": HierarchyGibbs(transfer_moves=False, merge_split_moves=False)}
+                "same": HierarchyGibbs(transfer_moves=False, merge_split_moves=False),
+                "ibp_or": HierarchyGibbs()}
+    links = {"ours": "noisy_or", "same": "noisy_or", "ibp_or": "or"}
     base = NumpyNoisyOrGibbs(**hyper)
     # Untimed warm-up sweeps from the starting state, then all restart from it.
     rng = np.random.default_rng(seed)
-    for solver in samplers.values():
-        solver.sweep(ours_noisy_from(X, start, hyper, rng), lik, rng)
+    for key, solver in samplers.items():
+        solver.sweep(ours_noisy_from(X, start, hyper, rng, links[key]), lik, rng)
     base.sweep(base.initialize(X, *start), rng)
 
     rngs = {key: np.random.default_rng(seed + i) for i, key in
-            enumerate(("ours", "same", "numpy"), start=1)}
-    states = {key: ours_noisy_from(X, start, hyper, rngs[key]) for key in samplers}
+            enumerate(("ours", "same", "numpy", "ibp_or"), start=1)}
+    states = {key: ours_noisy_from(X, start, hyper, rngs[key], links[key]) for key in samplers}
     state_b = base.initialize(X, *start)
-    out = {key: [] for key in ("ours", "same", "numpy")}
+    out = {key: [] for key in ("ours", "same", "numpy", "ibp_or")}
     out.update(k={key: [] for key in out}, l={key: [] for key in out}, parts={},
                load=[_load()], hyper=hyper, L0=start[1].shape[0], K0=start[1].shape[1])
     for _ in range(plan["rounds"]):
@@ -274,8 +282,10 @@ def time_noisy_or(X, plan, seed=1):
         base.sweep(state_b, rngs["numpy"], times=out["parts"])
         out["numpy"].append(time.perf_counter() - t0)
         out["load"].append(_load())
-    for state in states.values():
+    for key, state in states.items():
         check_ours_noisy(state)
+        if links[key] == "or":
+            assert np.array_equal(state.live[2], (state.S[:, : state.n_features] > 0))
     check_noisy_or(state_b)
     out["rms"] = {key: _rms_residual(X, state.live[2], state.live[3])
                   for key, state in states.items()}
@@ -385,7 +395,7 @@ def main(argv=None):
           f"{'L numpy':>9}{'K numpy':>9}{'ours s':>9}{'same s':>9}{'numpy s':>9}"
           f"{'numpy/ours':>12}{'numpy/same':>12}")
     for r in noisy:
-        med = {key: float(np.median(r[key])) for key in ("ours", "same", "numpy")}
+        med = {key: float(np.median(r[key])) for key in ("ours", "same", "numpy", "ibp_or")}
         r["med"] = med
         print(f"  {r['N']:>5}{str(r['L0']) + ', ' + str(r['K0']):>12}"
               f"{_range(r['l']['ours']):>8}{_range(r['k']['ours']):>8}"
@@ -409,6 +419,20 @@ def main(argv=None):
               f"same {r['rms']['same']:.3f}, numpy {r['rms']['numpy']:.3f}; invariants hold "
               f"(S = C M, Z only where S > 0, counts); load "
               f"{min(r['load']):.2f}-{max(r['load']):.2f}")
+
+    print("\neach model, ours with its default moves, against the NumPy noisy-or sweep of the "
+          "same run (median seconds per sweep; DP-IBP on the non-overlapping images of the "
+          "first table, the others on the overlapping ones):")
+    dp_by_n = {r["N"]: r for r in rows}
+    for r in noisy:
+        numpy_s = r["med"]["numpy"]
+        parts = []
+        if r["N"] in dp_by_n:
+            dp = dp_by_n[r["N"]]["ours"]
+            parts.append(f"DP-IBP {dp:.4f} s ({numpy_s / dp:.0f}x)")
+        parts.append(f"IBP-IBP {r['med']['ibp_or']:.4f} s ({numpy_s / r['med']['ibp_or']:.0f}x)")
+        parts.append(f"noisy-or {r['med']['ours']:.4f} s ({numpy_s / r['med']['ours']:.0f}x)")
+        print(f"  N = {r['N']}: NumPy noisy-or {numpy_s:.3f} s; " + ", ".join(parts))
 
     q = quality
     print(f"\nquality (ours): NoisyOrHierarchy(upper='dp', link='or', likelihood='exponential', "
