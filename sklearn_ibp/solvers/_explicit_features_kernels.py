@@ -140,3 +140,62 @@ def sweep_explicit_features(
         if K + k_max > cap and step + 1 < order.shape[0]:
             return K, step + 1
     return K, order.shape[0]
+
+
+@njit(cache=True)
+def draw_gaussian_features(X, Z, n_features, sigma_x2, sigma_a2, A, resid, counts, rng):
+    """Draw ``A ~ p(A | Z, X)`` (eq. A.3) into ``A[:K]``, then ``resid = X - Z A`` and the
+    feature counts, in place (the spare rows of ``A`` and entries of ``counts`` are zeroed).
+
+    In information form ``P = Z^T Z / s_x^2 + I / s_a^2`` and ``H = Z^T X / s_x^2``; with
+    ``P = L L^T``, ``A = L^{-T} (L^{-1} H + e)``, ``e`` standard normal, has mean
+    ``P^{-1} H`` and column covariance ``P^{-1}``: one forward and one backward
+    substitution per column.
+    """
+    N, D = X.shape
+    K = n_features
+    for k in range(A.shape[0]):
+        counts[k] = 0
+        for d in range(D):
+            A[k, d] = 0.0
+    if K > 0:
+        P = np.zeros((K, K))
+        H = np.zeros((K, D))
+        for n in range(N):
+            for j in range(K):
+                if Z[n, j] != 0:
+                    for d in range(D):
+                        H[j, d] += X[n, d]
+                    for i in range(K):
+                        if Z[n, i] != 0:
+                            P[j, i] += 1.0
+        for k in range(K):
+            counts[k] = int(P[k, k])
+        for j in range(K):
+            for i in range(K):
+                P[j, i] /= sigma_x2
+            P[j, j] += 1.0 / sigma_a2
+            for d in range(D):
+                H[j, d] /= sigma_x2
+        L = np.linalg.cholesky(P)
+        y = np.empty(K)
+        for d in range(D):
+            for j in range(K):  # L y = h_d
+                total = H[j, d]
+                for i in range(j):
+                    total -= L[j, i] * y[i]
+                y[j] = total / L[j, j]
+            for j in range(K):
+                y[j] += rng.standard_normal()
+            for j in range(K - 1, -1, -1):  # L^T a = y + e
+                total = y[j]
+                for i in range(j + 1, K):
+                    total -= L[i, j] * A[i, d]
+                A[j, d] = total / L[j, j]
+    for n in range(N):
+        for d in range(D):
+            resid[n, d] = X[n, d]
+        for k in range(K):
+            if Z[n, k] != 0:
+                for d in range(D):
+                    resid[n, d] -= A[k, d]

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ._base import BaseIBPSolver, FeatureState, with_capacity
-from ._explicit_features_kernels import sweep_explicit_features
+from ._explicit_features_kernels import draw_gaussian_features, sweep_explicit_features
 
 __all__ = ["UncollapsedGibbs"]
 
@@ -43,14 +43,19 @@ class UncollapsedGibbs(BaseIBPSolver):
         return state
 
     def _draw_features(self, state, rng) -> None:
-        """``A ~ p(A | Z, X)`` into spare-capacity storage, and the residual ``X - Z A``."""
-        K = state.n_features
-        A = np.zeros((state.Z.shape[1], state.X.shape[1]))
-        A[:K] = BaseIBPSolver.sample_features(self, state, rng)
-        state.stats["A"] = A
-        state.stats["counts"] = np.zeros(state.Z.shape[1], dtype=np.int64)
-        state.stats["counts"][:K] = state.active_Z.sum(axis=0)
-        self._refresh(state)
+        """``A ~ p(A | Z, X)`` into spare-capacity storage, the residual ``X - Z A`` and
+        the feature counts (one numba call: this runs every sweep)."""
+        st = state.stats
+        cap, (N, D) = state.Z.shape[1], state.X.shape
+        if st.get("A") is None or st["A"].shape[0] != cap:
+            st["A"] = np.zeros((cap, D))
+            st["counts"] = np.zeros(cap, dtype=np.int64)
+        if st.get("resid") is None or st["resid"].shape != (N, D):
+            st["resid"] = np.zeros((N, D))
+        draw_gaussian_features(
+            state.X, state.Z, state.n_features, state.sigma_x**2, state.sigma_a**2, st["A"],
+            st["resid"], st["counts"], rng,
+        )
 
     def _refresh(self, state) -> None:
         K = state.n_features
