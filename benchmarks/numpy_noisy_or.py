@@ -624,7 +624,7 @@ def _run_chains(make, read, n_chains, n_sweeps, burn_in, seed):
     return np.array(traces, dtype=np.float64)  # (chains, sweeps, quantities)
 
 
-def _self_check(prior_chains=16, prior_sweeps=2000, prior_draw_count=40000, n_chains=12,
+def _self_check(prior_chains=32, prior_sweeps=2000, prior_draw_count=40000, n_chains=12,
                 n_sweeps=2000, ours_chains=12, ours_sweeps=2000, burn_in=200):
     import time
 
