@@ -96,12 +96,14 @@ def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise
 
 @njit(cache=True)
 def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
-                         prior_kind, prior, rate, k_max, proposal, log_lik, own, order,
-                         rows, children, base, rng):
+                         prior_kind, prior, rate, proposal_rate, k_max, proposal, log_lik,
+                         own, order, rows, children, base, rng):
     """Metropolis-Hastings move on row ``n``'s unique features (Algorithm 13, eq. 4.40).
 
     The unique features (``z_nk = 1``, ``m_{-n,k} = 0``) are proposed to be replaced by
-    ``K_new ~ Poisson(rate)`` new ones whose values are drawn into the free slots
+    ``K_new ~ Poisson(proposal_rate)`` new ones (the prior's ``rate = alpha / N`` in the
+    seed; any other rate adds ``(K_new - K_own) log(rate / proposal_rate)`` to the log
+    ratio, the Poisson prior over the proposal) whose values are drawn into the free slots
     ``K .. K + K_new - 1`` of ``A``. With ``proposal == PROPOSE_PRIOR`` the values come
     from the prior ``G_0``, and the acceptance ratio is the likelihood ratio (Meeds et
     al. 2007). With ``PROPOSE_DATA`` each new value comes in turn from
@@ -127,16 +129,17 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
             n_own += 1
     if n_own > k_max:
         return K, log_lik
-    n_new = truncated_poisson(rate, k_max, rng)
+    n_new = truncated_poisson(proposal_rate, k_max, rng)
     if n_own == 0 and n_new == 0:
         return K, log_lik
+    log_accept = (n_new - n_own) * (math.log(rate) - math.log(proposal_rate))
     # The row's prediction without its unique features.
     for d in range(D):
         base[0, d] = pred[n, d]
     for j in range(n_own):
         for d in range(D):
             base[0, d] -= A[own[j], d]
-    log_accept = -log_lik
+    log_accept -= log_lik
     rows[0] = n
     children[0] = 1
     if proposal == PROPOSE_DATA:
@@ -184,7 +187,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
 
 @njit(cache=True)
 def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind, noise,
-                    prior_kind, prior, rate, k_max, proposal, rng):
+                    prior_kind, prior, rate, proposal_rate, k_max, proposal, rng):
     """Rows ``row_order[start:]`` of one sweep of Algorithm 13, in place.
 
     With ``start == 0`` a fresh uniformly random row order is first drawn into
@@ -213,7 +216,8 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
                                         noise, log_lik, order, rng)
         K, log_lik = unique_features_move(
             n, X, observed, Z, A, pred, counts, K, obs_kind, noise, prior_kind, prior,
-            rate, k_max, proposal, log_lik, own, order, rows, children, base, rng,
+            rate, proposal_rate, k_max, proposal, log_lik, own, order, rows, children, base,
+            rng,
         )
     return compact_features(Z, A, counts, K), row_order.shape[0]
 

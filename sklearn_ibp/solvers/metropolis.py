@@ -11,7 +11,7 @@ likelihood. The chain targets the exact posterior.
 
 from __future__ import annotations
 
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
@@ -215,6 +215,13 @@ class MetropolisGibbs(_RowwiseExplicitSolver):
         dimension; seed 000 sec. 3.1, "some intelligent proposal distribution"); the ratio
         then also holds ``G_0(a) / q(a)`` of the new values over that of the replaced ones.
         Both are exact; ``"data"`` mixes far faster on images.
+    proposal_rate : float or None, default=None
+        Rate of the Poisson that proposes the number of new features. None uses the
+        prior's ``alpha / N`` (the seed's choice, under which the ratio holds no count
+        term); with many rows that proposes a new feature once in ``N / alpha`` rows, so a
+        larger rate (say 0.5) lets a chain start from no features within a few sweeps.
+        The ratio then holds ``(alpha / N / proposal_rate)^(K_new - K_unique)``: exact
+        at any rate.
 
     Attributes
     ----------
@@ -230,11 +237,13 @@ class MetropolisGibbs(_RowwiseExplicitSolver):
     _parameter_constraints: dict = {
         "k_max": [Interval(Integral, 1, None, closed="left")],
         "proposal": [StrOptions(set(_PROPOSALS))],
+        "proposal_rate": [Interval(Real, 0.0, None, closed="neither"), None],
     }
 
-    def __init__(self, k_max=6, proposal="prior"):
+    def __init__(self, k_max=6, proposal="prior", proposal_rate=None):
         self.k_max = k_max
         self.proposal = proposal
+        self.proposal_rate = proposal_rate
 
     def _slots_needed(self) -> int:
         return int(self.k_max)
@@ -245,7 +254,9 @@ class MetropolisGibbs(_RowwiseExplicitSolver):
         K, position = metropolis_rows(
             start, row_order, state.X, state.observed, state.Z, state.A, st["pred"],
             st["counts"], state.n_features, likelihood.observation_kind, noise,
-            likelihood.prior_kind, prior, state.alpha / N, int(self.k_max),
+            likelihood.prior_kind, prior, state.alpha / N,
+            state.alpha / N if self.proposal_rate is None else float(self.proposal_rate),
+            int(self.k_max),
             _PROPOSALS[self.proposal], rng,
         )
         return K, int(position)
