@@ -9,7 +9,9 @@ stick order (eq. 4.57). Between sweeps the chain holds the IBP representation (`
 * change to the stick-breaking representation: active sticks from eq. 4.56, a slice
   ``s ~ Uniform(0, min(1, min_k mu_k))`` (eq. 4.58), empty sticks from eq. 4.57 (a unit
   stick broken until it falls below the slice) with feature values from their prior;
-* Gibbs-update every ``z_nk`` with ``mu_k > s`` (eq. 4.52), row by row;
+* update every ``z_nk`` with ``mu_k > s`` (eq. 4.52), row by row, the features in
+  decreasing stick order: Gibbs for features other rows have, Metropolis-Hastings jointly
+  with ``a_k`` (proposed from the row's residual) for the others;
 * change back to the IBP representation: drop the sticks and the empty features;
 * draw ``A`` given ``Z`` with the likelihood's own update.
 
@@ -61,8 +63,10 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
     ``"bernoulli"``): each sweep changes to the stick-breaking representation (active
     sticks from their Beta posterior, empty sticks by exact adaptive rejection draws,
-    new features' values from their prior as in the seed), updates ``Z`` above a slice and
-    changes back. Between sweeps the state is ``Z`` and ``A`` of the active features only.
+    values of empty features from their prior), updates ``Z`` above a slice (switching a
+    feature on for a row alone with values proposed from that row's residual, accepted by
+    Metropolis-Hastings) and changes back. Between sweeps the state is ``Z`` and ``A`` of
+    the active features only.
 
     Parameters
     ----------

@@ -11,7 +11,9 @@ One sweep (Algorithm 15):
 * for each row: draw a slice; break the stick until it falls below it, each new stick from
   eq. 4.51 (``mu^{alpha-1} (1-mu)^N exp(alpha sum_i (1-mu)^i / i)`` on ``[0, mu_prev]``:
   the prior given that every later column is empty, eq. 4.29) and each new feature value
-  from its prior; then Gibbs-update ``z_nk`` for the features above the slice (eq. 4.52);
+  from its prior; then update ``z_nk`` for the features above the slice (eq. 4.52): Gibbs
+  for features other rows have, Metropolis-Hastings jointly with ``a_k`` (proposed from
+  the row's residual) for the others (see ``_slice_kernels.update_row_features``);
 * drop the empty features after the last active one (marginalising them out);
 * draw each stick from its conditional (eq. 4.53; the last one from eq. 4.51 times its
   column's likelihood) by adaptive rejection sampling;
@@ -163,8 +165,10 @@ class SliceSampler(ExplicitFeatureSolver):
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
     ``"bernoulli"``): the slice gives an adaptive truncation of the infinite stick-breaking
     representation, sticks are exact draws from their log-concave conditionals (adaptive
-    rejection sampling, :mod:`._slice_kernels`), new features' values come from their prior
-    as in the seed. The strictly decreasing order of the sticks makes it mix more slowly
+    rejection sampling, :mod:`._slice_kernels`). A feature no other row has is switched
+    on together with values proposed from the posterior given the row alone and accepted
+    by Metropolis-Hastings (the seed draws them from the prior, which almost never fits
+    when ``D`` is large). The strictly decreasing order of the sticks makes it mix more slowly
     over features than the semi-ordered sampler
     (:class:`~sklearn_ibp.solvers.semi_ordered_slice.SemiOrderedSliceSampler`; seed 002
     sec. 4.3, fig. 4.7).
