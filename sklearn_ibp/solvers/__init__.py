@@ -3,7 +3,9 @@ mixtures."""
 
 from ._base import BaseIBPSolver, FeatureState
 from ._dp_base import BaseDPSolver, MixtureState
+from ._explicit_base import ExplicitFeatureSolver, ExplicitFeatureState
 from .accelerated import AcceleratedGibbs
+from .approximate_gibbs import ApproximateGibbs
 from .collapsed import CollapsedGibbs
 from .ddibp_gibbs import DistanceDependentGibbs
 from .dp_auxiliary import AuxiliaryDP
@@ -16,7 +18,11 @@ from .dp_slice import SliceDP
 from .dp_split_merge import SplitMergeDP
 from .dp_truncated import TruncatedDP
 from .hierarchy_gibbs import HierarchyGibbs, HierarchyState
+from .metropolis import MetropolisGibbs
 from .semi_collapsed import SemiCollapsedGibbs
+from .semi_ordered_slice import SemiOrderedSliceSampler
+from .slice import SliceSampler
+from .truncated_gibbs import TruncatedGibbs
 from .uncollapsed import UncollapsedGibbs
 
 #: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
@@ -25,6 +31,16 @@ SOLVERS = {
     "collapsed": CollapsedGibbs,
     "uncollapsed": UncollapsedGibbs,
     "semi_collapsed": SemiCollapsedGibbs,
+}
+
+#: The IBP samplers that keep ``A`` explicit and serve any explicit-feature likelihood
+#: (linear-Gaussian, exponential-Gaussian, binary; seed 002 sec. 4.2, Algorithms 12-16).
+EXPLICIT_SOLVERS = {
+    "slice": SliceSampler,
+    "semi_ordered_slice": SemiOrderedSliceSampler,
+    "truncated_gibbs": TruncatedGibbs,
+    "approximate_gibbs": ApproximateGibbs,
+    "metropolis": MetropolisGibbs,
 }
 
 #: Solver names accepted by ``DPMixture(solver=...)``.
@@ -42,7 +58,15 @@ DP_SOLVERS = {
 
 __all__ = [
     "DP_SOLVERS",
+    "EXPLICIT_SOLVERS",
     "SOLVERS",
+    "ApproximateGibbs",
+    "ExplicitFeatureSolver",
+    "ExplicitFeatureState",
+    "MetropolisGibbs",
+    "SemiOrderedSliceSampler",
+    "SliceSampler",
+    "TruncatedGibbs",
     "AuxiliaryDP",
     "BaseDPSolver",
     "CollapsedDPGibbs",
