@@ -79,7 +79,13 @@ def sweep_explicit_features(
                 n_single += 1
                 for d in range(D):
                     r0[d] += A[k, d]
-        if integrate_new:
+        if n_single > k_max:
+            # The truncated proposal could not have drawn these singletons (and a Gibbs
+            # step over 0..k_max would not be one over their full conditional): the move
+            # leaves them, which keeps it exact.
+            accept = False
+            n_new = 0
+        elif integrate_new:
             sq0 = 0.0
             for d in range(D):
                 sq0 += r0[d] * r0[d]
