@@ -19,8 +19,6 @@ import pytest
 from scipy import stats
 from scipy.special import roots_jacobi
 
-from sklearn_ibp.datasets import make_block_images
-from sklearn_ibp.likelihoods.exponential import ExponentialGaussian
 from sklearn_ibp.likelihoods.linear_gaussian import LinearGaussianFeatures
 from sklearn_ibp.solvers.truncated_gibbs import TruncatedGibbs, truncation_error_bound
 from tests._enumeration import enumerate_posterior, enumerate_prior, history_key
@@ -178,27 +176,6 @@ def test_alpha_update_keeps_its_gamma_prior():
     se = batches.std(ddof=1) / math.sqrt(40)
     assert abs(alphas.mean() - 1.0) < 4 * se
     assert stats.kstest(alphas[::10], stats.gamma(1.0).cdf).pvalue > 1e-3
-
-
-def test_recovers_block_features_with_exponential_likelihood():
-    """Fragile: passes at this seed only. Single-site Gibbs with A explicit rarely takes a
-    new feature drawn from the prior (1-2 features after 400 sweeps from an empty start);
-    from a random Z, scratch runs of 3000 sweeps found 2-3 shapes (corr > 0.94) and merged
-    the others (corr 0.4-0.8) in 7 of 8 seed/alpha pairs. A new-feature or split-merge move
-    is needed before this is a real recovery test."""
-    X, _, A_true = make_block_images(n_samples=100, noise=0.5, random_state=0)
-    lik = ExponentialGaussian()
-    solver = TruncatedGibbs(n_features_max=10)
-    rng = np.random.default_rng(0)
-    Z0 = (rng.random((100, 10)) < 0.5).astype(np.int8)
-    A0 = lik.sample_prior_features(10, 36, {"rate": 1.0}, rng)
-    state = solver.initialize(X, np.ones(X.shape, np.uint8), Z0, A0, 1.0,
-                              {"sigma_x": 0.5, "rate": 1.0}, lik, rng)
-    for _ in range(400):
-        solver.sweep(state, lik, rng)
-    A = state.active_A
-    corr = np.corrcoef(np.vstack([A_true, A]))[: len(A_true), len(A_true):]
-    assert np.all(corr.max(axis=1) > 0.9), corr.max(axis=1)
 
 
 def test_reproducible_and_inputs_untouched():
