@@ -19,8 +19,8 @@ from ..likelihoods._observation_kernels import (
     row_log_likelihood,
     row_log_likelihood_shifted,
 )
-from ._metropolis_kernels import compact_features, gibbs_shared_features, shuffle_range
-from ._shared_kernels import draw_binary, draw_from_log_weights
+from ._metropolis_kernels import compact_features, gibbs_shared_features
+from ._shared_kernels import draw_binary, draw_from_log_weights, random_order
 
 #: Up to this many auxiliary features the subset is drawn exactly from the 2^K_hat
 #: weights of eq. 4.39; beyond it by Gibbs scans over the auxiliary indicators.
@@ -119,7 +119,7 @@ def auxiliary_features_step(n, X, observed, Z, A, pred, counts, K, obs_kind, noi
             chosen[j] = 1 if j < n_own else 0
         new_lik = log_lik
         for _ in range(AUXILIARY_SCANS):
-            shuffle_range(n_aux, order, rng)
+            random_order(n_aux, order, rng)
             for t in range(n_aux):
                 j = order[t]
                 sign = 1.0 - 2.0 * chosen[j]
@@ -180,7 +180,7 @@ def approximate_gibbs_rows(start, row_order, X, observed, Z, A, pred, counts, K,
     log_on = math.log(rate) - math.log(N + rate)
     log_off = math.log(N) - math.log(N + rate)
     if start == 0:
-        shuffle_range(N, row_order, rng)
+        random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):
         n = row_order[step]
         n_own = 0

@@ -42,7 +42,7 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._observation_kernels import row_log_likelihood
-from ._shared_kernels import draw_from_log_weights
+from ._shared_kernels import draw_from_log_weights, random_order, truncated_poisson
 
 LINK_OR = 0
 LINK_NOISY_OR = 1
@@ -84,15 +84,6 @@ def draw_child_legacy(s, log_q, link):
 
 
 @njit(cache=True)
-def _poisson(rate, k_max, rng):
-    """A Poisson(rate) draw truncated at ``k_max`` (by rejection)."""
-    while True:
-        k = rng.poisson(rate)
-        if k <= k_max:
-            return k
-
-
-@njit(cache=True)
 def _log_poisson_cdf(rate, k_max):
     """``log P(Poisson(rate) <= k_max)``."""
     term = math.exp(-rate)
@@ -101,22 +92,6 @@ def _log_poisson_cdf(rate, k_max):
         term *= rate / k
         total += term
     return math.log(total) if total < 1.0 else 0.0
-
-
-@njit(cache=True)
-def _random_order(n, out, rng):
-    """A uniformly random permutation of ``0 .. n - 1`` written into ``out[:n]``.
-
-    The passes visit categories and features in a fresh random order: slots are kept in
-    order of creation, so a scan in slot order would choose the order of the moves from
-    the state (a category's newest features come last), and only a state-independent
-    order is guaranteed to leave the posterior invariant.
-    """
-    for i in range(n):
-        out[i] = i
-    for i in range(n - 1, 0, -1):
-        j = int(rng.random() * (i + 1))
-        out[i], out[j] = out[j], out[i]
 
 
 @njit(cache=True)
@@ -158,7 +133,7 @@ def _replaced_features_weight(
     (the rows' prediction without any of them) plus those scored before it. The
     children are read from ``Z[rows[i], k]``. ``base`` is advanced in place.
     """
-    _random_order(n_features, order, rng)
+    random_order(n_features, order, rng)
     total = 0.0
     for t in range(n_features):
         k = features[order[t]]
@@ -329,7 +304,7 @@ def dp_rows(
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(1, log_q, link, rng)
             rate = alpha_m / (L_minus + 1.0)
-            n_new = _poisson(rate, max_new, rng)
+            n_new = truncated_poisson(rate, max_new, rng)
             aux_new[j] = n_new
             # p / q of the count: the Poisson truncated at max_new has mass below one.
             log_w[o] = log_aux + _log_poisson_cdf(rate, max_new)
@@ -457,7 +432,7 @@ def ibp_rows(
             return n
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         # Shared categories, in a random order.
-        _random_order(L_slots, cat_order, rng)
+        random_order(L_slots, cat_order, rng)
         for j in range(L_slots):
             cat = cat_order[j]
             if sizes[cat] == 0:
@@ -508,7 +483,7 @@ def ibp_rows(
                 if C[n, cat] == 1 and sizes[cat] == 1:
                     own_categories[n_found] = cat
                     n_found += 1
-            _random_order(n_own, cat_order, rng)
+            random_order(n_own, cat_order, rng)
             for k in range(K_slots):
                 seen[k] = 0
             for j in range(n_own):
@@ -525,7 +500,7 @@ def ibp_rows(
         if not feasible:
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
-        n_cat = _poisson(alpha_c / N, max_new_categories, rng)
+        n_cat = truncated_poisson(alpha_c / N, max_new_categories, rng)
         prop_links = np.zeros((max(n_cat, 1), K_slots + n_cat * max_new), dtype=np.int8)
         link_count = np.empty(K_slots + n_cat * max_new, dtype=np.int64)
         for k in range(K_slots):
@@ -537,7 +512,7 @@ def ibp_rows(
                 if link_count[k] > 0 and rng.random() * customers < link_count[k]:
                     prop_links[j, k] = 1
             log_truncation += _log_poisson_cdf(alpha_m / customers, max_new)
-            t_new = _poisson(alpha_m / customers, max_new, rng)
+            t_new = truncated_poisson(alpha_m / customers, max_new, rng)
             for _ in range(t_new):
                 k = K_slots + n_feat
                 prop_links[j, k] = 1
@@ -661,7 +636,7 @@ def _own_features_move(
     """
     N, D = X.shape
     K_slots = counts[K_SLOTS]
-    n_new = _poisson(alpha_m / L_live, max_new, rng)
+    n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
     n_own = 0
     for k in range(K_slots):
         if M[cat, k] == 1 and links[k] == 1:
@@ -825,7 +800,7 @@ def link_pass(
             n = members[i]
             old_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         # Shared features.
-        _random_order(K_slots, order, rng)
+        random_order(K_slots, order, rng)
         for j in range(K_slots):
             k = order[j]
             if links[k] == 0:
@@ -866,7 +841,7 @@ def link_pass(
         # together with a flip of each shared link (a category that explains its rows by an
         # own feature can thus trade it, link by link, for shared features). The move
         # without a flip comes at a random place among the flips.
-        _random_order(K_slots + 1, order, rng)
+        random_order(K_slots + 1, order, rng)
         for j in range(K_slots + 1):
             k = order[j] - 1
             if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
@@ -899,7 +874,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
     N, D = X.shape
     row = np.empty(D)
     order = np.empty(K_slots, dtype=np.int64)
-    _random_order(K_slots, order, rng)
+    random_order(K_slots, order, rng)
     for n in range(N):
         lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         for j in range(K_slots):

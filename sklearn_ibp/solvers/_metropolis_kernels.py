@@ -32,30 +32,11 @@ from ..likelihoods._observation_kernels import (
     row_log_likelihood_shifted,
 )
 from ._hierarchy_kernels import feature_proposal, log_prior_feature
-from ._shared_kernels import draw_binary
+from ._shared_kernels import draw_binary, random_order, truncated_poisson
 
 #: Proposals of the new unique features' values.
 PROPOSE_PRIOR = 0
 PROPOSE_DATA = 1
-
-
-@njit(cache=True)
-def shuffle_range(n, out, rng):
-    """A uniformly random permutation of ``0 .. n - 1`` written into ``out[:n]``."""
-    for i in range(n):
-        out[i] = i
-    for i in range(n - 1, 0, -1):
-        j = int(rng.random() * (i + 1))
-        out[i], out[j] = out[j], out[i]
-
-
-@njit(cache=True)
-def truncated_poisson(rate, k_max, rng):
-    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max`` (by rejection)."""
-    while True:
-        k = rng.poisson(rate)
-        if k <= k_max:
-            return k
 
 
 @njit(cache=True)
@@ -69,7 +50,7 @@ def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise
     row's current log-likelihood; the updated value is returned.
     """
     N = X.shape[0]
-    shuffle_range(K, order, rng)
+    random_order(K, order, rng)
     for t in range(K):
         k = order[t]
         zk = Z[n, k]
@@ -144,7 +125,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     children[0] = 1
     if proposal == PROPOSE_DATA:
         # Reverse: the current unique features scored in a random order.
-        shuffle_range(n_own, order, rng)
+        random_order(n_own, order, rng)
         for t in range(n_own):
             k = own[order[t]]
             log_q = feature_proposal(False, prior_kind, prior, obs_kind, noise, X,
@@ -206,7 +187,7 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     children = np.ones(1, dtype=np.int64)
     base = np.empty((1, D))
     if start == 0:
-        shuffle_range(N, row_order, rng)
+        random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):
         if K + k_max > cap:
             return K, step

@@ -54,3 +54,28 @@ def draw_from_log_weights(log_weights, rng):
         j += 1
         acc += log_weights[j]
     return j
+
+
+@njit(cache=True)
+def random_order(n, out, rng):
+    """A uniformly random permutation of ``0 .. n - 1`` written into ``out[:n]``.
+
+    Samplers visit rows, features and categories in a fresh random order: slots are kept
+    in order of creation, so a scan in slot order would choose the order of the moves
+    from the state (the newest features come last), and only a state-independent order
+    is guaranteed to leave the posterior invariant.
+    """
+    for i in range(n):
+        out[i] = i
+    for i in range(n - 1, 0, -1):
+        j = int(rng.random() * (i + 1))
+        out[i], out[j] = out[j], out[i]
+
+
+@njit(cache=True)
+def truncated_poisson(rate, k_max, rng):
+    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max`` (by rejection)."""
+    while True:
+        k = rng.poisson(rate)
+        if k <= k_max:
+            return k
