@@ -110,11 +110,33 @@ def _set(X, index, value):
         ({"sigma_a": -1.0}, None, "'sigma_a' parameter"),
         ({"n_iter": 5, "burn_in": 5}, None, "burn_in must be smaller than n_iter"),
         ({"n_iter": 5, "burn_in": 9}, None, "burn_in=9 and n_iter=5"),
-        ({"solver": "metropolis"}, None, "'solver' parameter"),
+        ({"solver": "gibbs"}, None, "'solver' parameter"),
         ({"solver": object()}, None, "'solver' parameter"),
         ({"solver": _OnlyInitialize()}, None, "'solver' parameter.*'sweep'"),
         ({"likelihood": "poisson"}, None, "'likelihood' parameter"),
         ({"solver": _NoisyOrOnlySolver()}, None, "cannot serve likelihood='gaussian'"),
+        (
+            {"solver": "collapsed", "likelihood": "exponential"},
+            None,
+            r"solver='collapsed' cannot serve likelihood='exponential'; solvers that can: "
+            r"\['approximate_gibbs', 'metropolis', 'semi_ordered_slice', 'slice'",
+        ),
+        (
+            {"solver": "accelerated", "likelihood": "bernoulli"},
+            lambda X: (X > 0.5).astype(float),
+            "cannot serve likelihood='bernoulli'; solvers that can: .*'truncated_gibbs'",
+        ),
+        ({"solver": "slice", "beta": 2.0}, None, r"beta=2.0 .*\['accelerated', 'collapsed'"),
+        (
+            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": None, "sigma_a": None},
+            None,
+            "X must be binary",
+        ),
+        (
+            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": 1.0},
+            lambda X: (X > 0.5).astype(float),
+            "sigma_x and sigma_a must be None for likelihood='bernoulli'",
+        ),
     ],
 )
 def test_fit_rejects_bad_input(block_data, params, make_X, match):

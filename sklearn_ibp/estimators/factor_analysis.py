@@ -16,9 +16,10 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler
+from ..likelihoods import ExponentialGaussian, LeakyNoisyOr, LinearGaussianFeatures
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import SOLVERS, BaseIBPSolver
+from ..solvers import EXPLICIT_SOLVERS, SOLVERS, BaseIBPSolver
 
 __all__ = ["IBPFactorAnalysis"]
 
@@ -30,16 +31,50 @@ SOLVER_METHODS = (
     "initialize", "sweep", "log_likelihood", "sample_features", "set_hyperparameters",
     "set_data",
 )
+#: The methods of a solver that keeps the features explicit (see
+#: :class:`sklearn_ibp.solvers.ExplicitFeatureSolver`).
+EXPLICIT_SOLVER_METHODS = ("initialize", "sweep", "sample_alpha", "log_joint")
+#: The observation models of ``likelihood=...`` as the explicit-feature solvers see them.
+LIKELIHOODS = {
+    "gaussian": LinearGaussianFeatures,
+    "exponential": ExponentialGaussian,
+    "bernoulli": LeakyNoisyOr,
+}
+#: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
+ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS}
+
+
+def _is_explicit(solver) -> bool:
+    """Whether ``solver`` keeps ``A`` explicit (the interface of ``ExplicitFeatureSolver``)."""
+    return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
+
+
+def _serves(solver_or_class, likelihood: str) -> bool:
+    """Whether a solver (object or class) serves the estimator's ``likelihood``."""
+    names = getattr(solver_or_class, "likelihoods", ("gaussian",))
+    return LIKELIHOODS[likelihood].name in names
 
 
 class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
-    """Infinite binary factor analysis: the linear-Gaussian model with an IBP prior.
+    """Infinite binary factor analysis: latent feature models with an IBP prior.
 
-    Each row is modelled as ``x_n = z_n A + e_n`` where ``z_n`` is a binary vector of latent
-    features drawn from the (one- or two-parameter) Indian Buffet Process, the features
-    ``A`` have independent ``N(0, sigma_a^2)`` entries and the noise is ``N(0, sigma_x^2)``
-    (Doshi-Velez 2009, eq. 2.1, appendices A.1 and C.1). The number of features is learned
-    from the data. Inference is by Markov chain Monte Carlo with a choice of solvers.
+    Each row is modelled through a binary vector ``z_n`` of latent features drawn from the
+    (one- or two-parameter) Indian Buffet Process and feature values ``A``; the number of
+    features is learned from the data. The observation model is chosen by ``likelihood``
+    (Doshi-Velez 2009, appendix A):
+
+    * ``"gaussian"``: ``x_n = z_n A + e_n`` with ``A`` entries ``N(0, sigma_a^2)`` and noise
+      ``N(0, sigma_x^2)`` (eq. 2.1, appendix A.1); the data are centred first;
+    * ``"exponential"``: the same with non-negative features, ``a_kd ~ Exponential`` with
+      mean ``sigma_a`` (appendix A.2); the data are modelled as given, not centred;
+    * ``"bernoulli"``: binary data through the leaky noisy-or of eq. A.4,
+      ``P(x_nd = 1) = 1 - epsilon lambda^((z_n A)_d)``, with binary ``A`` (each entry 1
+      with probability ``p_a``); ``epsilon``, ``lambda`` and ``p_a`` have uniform priors.
+
+    Inference is by Markov chain Monte Carlo. The collapsed and accelerated solvers
+    integrate ``A`` out and so need ``likelihood="gaussian"``; the solvers that keep
+    ``A`` explicit (slice, semi-ordered slice, truncated, approximate and Metropolis Gibbs;
+    Görür 2007, sec. 4.2) serve every likelihood.
 
     Parameters
     ----------
@@ -48,20 +83,27 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         when ``sample_hyperparameters=True``.
     beta : float, default=1.0
         Stickiness of the two-parameter IBP (appendix C.1); 1 is the one-parameter IBP.
-        Larger values spread rows over more, less shared features.
-    likelihood : {"gaussian"}, default="gaussian"
-        Observation model. ``"gaussian"`` is the linear-Gaussian model of appendix A.1.
+        Larger values spread rows over more, less shared features. Only the solvers that
+        integrate ``A`` out serve ``beta != 1``.
+    likelihood : {"gaussian", "exponential", "bernoulli"}, default="gaussian"
+        Observation model (see above). ``"bernoulli"`` needs ``X`` of zeros and ones.
     sigma_x : float or None, default=None
-        Noise standard deviation (its starting value when sampled). None uses the
-        standard deviation of the centred data when ``sample_hyperparameters=True`` and
-        0.25 times it otherwise (sec. 4.4).
+        Noise standard deviation of the real-valued likelihoods (its starting value when
+        sampled). None uses the standard deviation of the centred data when
+        ``sample_hyperparameters=True`` and 0.25 times it otherwise (sec. 4.4). Must be
+        None for ``"bernoulli"``.
     sigma_a : float or None, default=None
-        Prior standard deviation of the feature values. None uses 0.75 times the standard
-        deviation of the centred data.
-    solver : {"accelerated", "collapsed", "uncollapsed", "semi_collapsed"} or solver object, \
-            default="accelerated"
+        Prior standard deviation of the feature values (for ``"exponential"`` the mean
+        and standard deviation of their exponential prior). None uses 0.75 times the
+        standard deviation of the centred data for ``"gaussian"`` and the mean absolute
+        centred entry for ``"exponential"``. Must be None for ``"bernoulli"``.
+    solver : str or solver object, default="accelerated"
         Sampler, by name or as a configured object from :mod:`sklearn_ibp.solvers`
-        (for example ``AcceleratedGibbs(window=2)``).
+        (for example ``AcceleratedGibbs(window=2)``). Names: ``"accelerated"``,
+        ``"collapsed"``, ``"uncollapsed"``, ``"semi_collapsed"`` (linear-Gaussian only)
+        and ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
+        ``"approximate_gibbs"``, ``"metropolis"`` (every likelihood). A solver that cannot
+        serve ``likelihood`` is refused with an error naming those that can.
     n_iter : int, default=100
         Sweeps per chain.
     burn_in : int or None, default=None
@@ -78,10 +120,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
         chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
-        Resample ``alpha``, ``sigma_x`` and ``sigma_a`` every sweep from their conditionals
-        under Gamma(1, 1) priors (sec. 5.1); the values given (or their defaults) are then
-        where the chains start. False keeps them fixed: with the default ``sigma_x``, set
-        for a start, the fixed noise level is usually too small and the model too rich.
+        Resample ``alpha`` and the likelihood's parameters every sweep from their
+        conditionals (Gamma(1, 1) priors on ``alpha`` and the precisions, sec. 5.1;
+        Gamma(1, 1) on the exponential rate; uniform on the noisy-or probabilities); the
+        values given (or their defaults) are then where the chains start. False keeps
+        them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
+        is usually too small and the model too rich.
     warm_start : bool, default=False
         Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
         every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
@@ -96,21 +140,32 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        Posterior mean of the features ``A`` given ``Z_`` and the data.
+        The features ``A``: for ``"gaussian"`` their posterior mean given ``Z_`` and the
+        data, for the other likelihoods the kept sample's ``A``.
     n_components_ : int
         Number of features of ``Z_``.
     Z_ : ndarray of shape (n_samples, n_components)
         The kept sample of the feature matrix with the highest log joint probability.
     feature_counts_ : ndarray of shape (n_components,)
         Number of training rows that have each feature.
-    alpha_, sigma_x_, sigma_a_ : float
-        Hyperparameters of that sample.
+    alpha_ : float
+        ``alpha`` of that sample.
+    likelihood_params_ : dict
+        The likelihood's parameters of that sample: ``sigma_x`` and ``sigma_a``
+        (``"gaussian"``), ``sigma_x`` and ``rate`` (``"exponential"``), ``epsilon``,
+        ``lambda`` and ``p_a`` (``"bernoulli"``).
+    sigma_x_, sigma_a_ : float
+        Noise and feature standard deviations of that sample (``sigma_x_`` for the
+        real-valued likelihoods, ``sigma_a_`` for ``"gaussian"``).
     mean_ : ndarray of shape (n_features,)
-        Per-column mean of the training data (ignoring NaN), subtracted before fitting.
+        Per-column mean of the training data (ignoring NaN), subtracted before fitting;
+        zeros for ``"exponential"`` and ``"bernoulli"``, which model the data as given.
     samples_ : list of dict
-        Every kept sample: ``Z`` and the hyperparameters, its ``log_joint`` and ``chain``.
+        Every kept sample: ``Z`` (and ``A`` and ``params`` for the solvers that keep
+        ``A`` explicit), the hyperparameters, its ``log_joint`` and ``chain``.
     traces_ : dict of ndarray of shape (n_chains, n_iter)
-        Per-iteration ``log_joint``, ``n_features``, ``alpha``, ``sigma_x``, ``sigma_a``.
+        Per-iteration ``log_joint``, ``n_features``, ``alpha`` and the likelihood's
+        parameters.
     n_iter_ : int
         Sweeps completed by the first chain (fewer than ``n_iter`` if interrupted).
     interrupted_ : bool
@@ -127,9 +182,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     Notes
     -----
     Missing entries (NaN) are allowed in ``fit``, ``transform`` and ``score_samples``.
-    In ``fit`` the samplers redraw them from the model at every sweep, which integrates
-    them out; the fitted features and ``transform``/``score_samples`` only ever use the
-    observed entries.
+    In ``fit`` the samplers that integrate ``A`` out redraw them from the model at every
+    sweep, which integrates them out; the solvers that keep ``A`` explicit leave them out
+    of the likelihood. The fitted features and ``transform``/``score_samples`` only ever
+    use the observed entries.
+
+    The log joint of the explicit-feature solvers is ``log p(X, Z, A)``; that of the
+    collapsed ones is ``log p(X, Z)``: traces are comparable between solvers of one kind.
 
     Examples
     --------
@@ -139,6 +198,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     >>> model = IBPFactorAnalysis(n_iter=50, random_state=0).fit(X)
     >>> model.transform(X[:2]).shape[0]
     2
+    >>> nonneg = IBPFactorAnalysis(likelihood="exponential", solver="semi_ordered_slice",
+    ...                            n_iter=20, random_state=0).fit(X)
+    >>> bool((nonneg.components_ >= 0).all())
+    True
     """
 
     _parameter_constraints: dict = {
@@ -146,12 +209,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         "n_jobs": [Integral, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
-        "likelihood": [StrOptions({"gaussian"})],
+        "likelihood": [StrOptions(set(LIKELIHOODS))],
         "sigma_x": [Interval(Real, 0, None, closed="neither"), None],
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
         # Every method the sampling loop calls, so an incomplete solver object is refused
         # up front with a message naming ``solver`` rather than failing mid-fit.
-        "solver": [StrOptions(set(SOLVERS)), HasMethods(list(SOLVER_METHODS))],
+        "solver": [
+            StrOptions(set(ALL_SOLVERS)),
+            HasMethods(list(SOLVER_METHODS)),
+            HasMethods(list(EXPLICIT_SOLVER_METHODS)),
+        ],
     }
 
     def __init__(
@@ -195,19 +262,33 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return tags
 
     # -- fitting ------------------------------------------------------------------------
-    def _resolve_solver(self) -> BaseIBPSolver:
+    def _resolve_solver(self):
         if isinstance(self.solver, str):
-            solver = SOLVERS[self.solver]()
+            solver = ALL_SOLVERS[self.solver]()
         else:
             # safe=False: a duck-typed solver without get_params is deep-copied, so the
             # user's object is never mutated by a fit.
             solver = clone(self.solver, safe=False)
-        if self.likelihood not in getattr(solver, "likelihoods", ("gaussian",)):
-            servers = sorted(n for n, cls in SOLVERS.items() if self.likelihood in cls.likelihoods)
-            name = getattr(solver, "name", type(solver).__name__)
+        name = getattr(solver, "name", type(solver).__name__)
+        if not _serves(solver, self.likelihood):
+            servers = sorted(n for n, cls in ALL_SOLVERS.items() if _serves(cls, self.likelihood))
             raise ValueError(
                 f"solver={name!r} cannot serve likelihood={self.likelihood!r}; "
                 f"solvers that can: {servers}."
+            )
+        if _is_explicit(solver) and self.beta != 1.0:
+            servers = sorted(n for n, cls in ALL_SOLVERS.items() if not _is_explicit(cls))
+            raise ValueError(
+                f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
+                f"that integrate A out, {servers}; solver={name!r} keeps A explicit and "
+                "needs beta=1."
+            )
+        if self.likelihood == "bernoulli" and (self.sigma_x is not None
+                                               or self.sigma_a is not None):
+            raise ValueError(
+                "sigma_x and sigma_a must be None for likelihood='bernoulli' (its "
+                "parameters are epsilon, lambda and p_a, learned from the data); got "
+                f"sigma_x={self.sigma_x!r}, sigma_a={self.sigma_a!r}."
             )
         if hasattr(solver, "_validate_params"):
             solver._validate_params()
@@ -220,7 +301,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Training data; NaN marks a missing entry.
+            Training data; NaN marks a missing entry. Zeros and ones for
+            ``likelihood="bernoulli"``.
         y : Ignored
             Not used, present for API consistency.
 
@@ -241,12 +323,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"warm_start=True continues the previous chains, which were fitted on "
                 f"{self._chains[0]['state'].X.shape[0]} rows; X has {X.shape[0]} rows."
             )
-        mean = self.mean_ if continuing else np.nanmean(X, axis=0)
+        solver = self._solver if continuing else self._resolve_solver()
+        if continuing:
+            mean = self.mean_
+        elif self.likelihood == "gaussian":
+            mean = np.nanmean(X, axis=0)
+        else:
+            mean = np.zeros(X.shape[1])
         Xc = X - mean
         hyper = self._starting_hyperparameters(Xc)
-        solver = self._resolve_solver()
-        if continuing:
-            solver = self._solver
         # Missing entries start at the column mean; the sampler redraws them each sweep.
         X_start = np.where(missing, 0.0, Xc)
         alpha0, beta0 = hyper["alpha"], hyper["beta"]
@@ -255,7 +340,23 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         def init_Z(rng):
             return sample_ibp(N, alpha0, beta0, rng)
 
-        self._run_chains(X_start, missing if missing.any() else None, hyper, solver, init_Z)
+        if _is_explicit(solver):
+            lik = LIKELIHOODS[self.likelihood]()
+            observed = (~missing).astype(np.uint8)
+            lik.check_data(X_start, observed)
+            self._explicit_likelihood = lik
+            self._observed = observed
+            self._start_params = self._starting_parameters(lik, X_start, observed, hyper)
+            if continuing:
+                for chain in self._chains:
+                    chain["state"].X = np.ascontiguousarray(X_start)
+                    chain["state"].observed = observed
+            # Missing entries are left out of the likelihood, not imputed.
+            self._run_chains(X_start, None, hyper, solver, init_Z)
+        else:
+            self._explicit_likelihood = None
+            self._run_chains(X_start, missing if missing.any() else None, hyper, solver,
+                             init_Z)
         self._solver = solver
         self.mean_ = mean
         self._set_posterior(Xc)
@@ -281,20 +382,111 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             "sigma_a": float(self.sigma_a) if self.sigma_a is not None else 0.75 * scale,
         }
 
+    def _starting_parameters(self, lik, X, observed, hyper) -> dict:
+        """The likelihood's parameters an explicit-feature chain starts from.
+
+        ``"gaussian"`` starts where the collapsed solvers do; ``"exponential"`` takes
+        ``sigma_x`` from there and the rate ``1 / sigma_a`` (the likelihood's own guess
+        when ``sigma_a`` is None); ``"bernoulli"`` starts at the likelihood's defaults.
+        """
+        params = lik.initial_parameters(X, observed)
+        if self.likelihood == "gaussian":
+            params.update(sigma_x=hyper["sigma_x"], sigma_a=hyper["sigma_a"])
+        elif self.likelihood == "exponential":
+            params["sigma_x"] = hyper["sigma_x"]
+            if self.sigma_a is not None:
+                params["rate"] = 1.0 / float(self.sigma_a)
+        return params
+
+    # -- the loop's hooks for the solvers that keep A explicit --------------------------
+    @property
+    def _trace_names(self):
+        return ("log_joint", "n_features", "alpha") + tuple(
+            LIKELIHOODS[self.likelihood].parameter_names
+        )
+
+    def _explicit(self) -> bool:
+        return getattr(self, "_explicit_likelihood", None) is not None
+
+    def _trace_values(self, state, log_joint):
+        if not self._explicit():
+            return super()._trace_values(state, log_joint)
+        params = tuple(float(state.params[name]) for name in
+                       self._explicit_likelihood.parameter_names)
+        return (log_joint, state.n_features, state.alpha) + params
+
+    def _initialize_chain(self, solver, X, hyper, init, rng):
+        if not self._explicit():
+            return super()._initialize_chain(solver, X, hyper, init, rng)
+        lik, observed = self._explicit_likelihood, self._observed
+        params = dict(self._start_params)
+        Z = np.asarray(init(rng), dtype=np.int8)
+        A = lik.sample_prior_features(Z.shape[1], X.shape[1], params, rng)
+        A = lik.sample_features(X, observed, Z, A, params, rng)
+        return solver.initialize(X, observed, Z, A, hyper["alpha"], params, lik, rng)
+
+    def _iterate(self, solver, state, rng, missing):
+        """One sweep; then, with ``sample_hyperparameters``, ``alpha`` and the
+        likelihood's parameters from their conditionals (a solver may supply its own
+        ``sample_parameters(state, likelihood, rng)``, e.g. to keep auxiliary chains in
+        step)."""
+        if not self._explicit():
+            return super()._iterate(solver, state, rng, missing)
+        lik = self._explicit_likelihood
+        solver.sweep(state, lik, rng)
+        if self.sample_hyperparameters:
+            if hasattr(solver, "sample_parameters"):
+                solver.sample_parameters(state, lik, rng)
+            else:
+                state.params = lik.sample_parameters(
+                    state.X, state.observed, state.active_Z, state.active_A, state.params,
+                    rng,
+                )
+            solver.sample_alpha(state, rng, (1.0, 1.0))
+
+    def _log_joint(self, solver, state) -> float:
+        if not self._explicit():
+            return super()._log_joint(solver, state)
+        return solver.log_joint(state, self._explicit_likelihood)
+
+    def _snapshot(self, state, chain, log_joint):
+        if not self._explicit():
+            return super()._snapshot(state, chain, log_joint)
+        return {
+            "Z": state.active_Z.copy(),
+            "A": state.active_A.copy(),
+            "alpha": state.alpha,
+            "params": {k: np.copy(v) if np.ndim(v) else float(v)
+                       for k, v in state.params.items()},
+            "log_joint": float(log_joint),
+            "chain": chain,
+        }
+
     def _set_posterior(self, Xc):
         best = self._best_sample()
         self.Z_ = best["Z"].astype(np.int8)
         self.alpha_ = best["alpha"]
-        self.sigma_x_ = best["sigma_x"]
-        self.sigma_a_ = best["sigma_a"]
+        params = best.get("params")
+        if params is None:  # a collapsed solver's sample
+            params = {"sigma_x": best["sigma_x"], "sigma_a": best["sigma_a"]}
+        self.likelihood_params_ = dict(params)
         self.n_components_ = int(self.Z_.shape[1])
         self.feature_counts_ = self.Z_.sum(axis=0).astype(np.int64)
         self._n_train = int(self.Z_.shape[0])
-        mean, cov = feature_posterior(Xc, self.Z_, self.sigma_x_, self.sigma_a_)
-        self.components_ = mean
-        # One covariance per column when entries were missing; their average is the one
-        # used for the predictive variance of new rows.
-        self._feature_cov = cov if cov.ndim == 2 else cov.mean(axis=0)
+        K = self.n_components_
+        if "sigma_x" in params:
+            self.sigma_x_ = float(params["sigma_x"])
+        if self.likelihood == "gaussian":
+            self.sigma_a_ = float(params["sigma_a"])
+            mean, cov = feature_posterior(Xc, self.Z_, self.sigma_x_, self.sigma_a_)
+            self.components_ = mean
+            # One covariance per column when entries were missing; their average is the
+            # one used for the predictive variance of new rows.
+            self._feature_cov = cov if cov.ndim == 2 else cov.mean(axis=0)
+        else:
+            # No closed-form posterior of A: the kept sample's own features, held fixed.
+            self.components_ = np.asarray(best["A"], dtype=np.float64).reshape(K, -1)
+            self._feature_cov = np.zeros((K, K))
 
     # -- posterior over the features of new rows ----------------------------------------
     def _prior_log_odds(self):
@@ -332,15 +524,22 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _config_log_joint(self, Xc, patterns, log_odds, rate, n_new_max=0):
         """``log p(z, x_obs)`` for every row and every feature pattern in ``patterns``.
 
-        Features are held at their posterior: ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the
-        observed entries. With ``n_new_max > 0`` the result also sums over up to that many
-        new features of the row (each adds ``s_a^2`` to the variance), as a log predictive.
-        Returns an array of shape (n_rows, n_patterns).
+        For ``"gaussian"`` the features are held at their posterior:
+        ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the observed entries, and with
+        ``n_new_max > 0`` the result also sums over up to that many new features of the
+        row (each adds ``s_a^2`` to the variance), as a log predictive. For the other
+        likelihoods the features are the kept sample's and new features are left out (their
+        contribution has no closed form). Returns an array of shape (n_rows, n_patterns).
         """
-        M, S = self.components_, self._feature_cov
-        sx2, sa2 = self.sigma_x_**2, self.sigma_a_**2
         log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0), per row
         log_prior = log_odds @ patterns.T + log_off.sum(axis=1)[:, None]
+        if self.likelihood == "bernoulli":
+            return log_prior + self._noisy_or_pattern_log_likelihood(Xc, patterns)
+        if self.likelihood != "gaussian":
+            n_new_max = 0
+        M, S = self.components_, self._feature_cov
+        sx2 = self.sigma_x_**2
+        sa2 = self.sigma_a_**2 if n_new_max else 0.0
         pattern_means = patterns @ M  # (P, D)
         var = sx2 + np.einsum("pk,kj,pj->p", patterns, S, patterns)
         observed = ~np.isnan(Xc)
@@ -361,6 +560,25 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         log_lik = terms[0] if n_new_max == 0 else logsumexp(np.stack(terms), axis=0)
         return log_prior + log_lik
 
+    def _noisy_or_log_terms(self, counts):
+        """``(log P(x = 1), log P(x = 0))`` of entries reached by ``counts`` features."""
+        log_eps = np.log(self.likelihood_params_["epsilon"])
+        log_lam = np.log(self.likelihood_params_["lambda"])
+        log_zero = log_eps + counts * log_lam
+        with np.errstate(divide="ignore"):
+            return np.log(-np.expm1(log_zero)), log_zero
+
+    def _noisy_or_pattern_log_likelihood(self, X, patterns):
+        """``log p(x_obs | z, A)`` of the leaky noisy-or (eq. A.4), rows x patterns."""
+        observed = ~np.isnan(X)
+        ones = (observed & (X > 0.5)).astype(float)
+        zeros = (observed & (X <= 0.5)).astype(float)
+        counts = patterns @ self.components_  # (P, D): features reaching each entry
+        log_one, log_zero = self._noisy_or_log_terms(counts)
+        # A one no feature can explain has probability 1 - epsilon > 0, so log_one is
+        # finite wherever it is used; 0 * -inf is avoided by masking.
+        return _masked_dot(ones, log_one) + zeros @ log_zero.T
+
     def _all_patterns(self):
         K = self.n_components_
         codes = np.arange(2**K)
@@ -369,9 +587,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _mean_field(self, Xc, log_odds, n_steps=50):
         """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M).
 
+        For ``"bernoulli"`` see :meth:`_noisy_or_mean_field`.
+
         Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
         (a fixed count: a convergence test over the batch would tie rows together).
         """
+        if self.likelihood == "bernoulli":
+            return self._noisy_or_mean_field(Xc, log_odds)
         M = np.ascontiguousarray(self.components_)
         sx2 = self.sigma_x_**2
         observed = (~np.isnan(Xc)).astype(float)
@@ -388,6 +610,39 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
                 q[:, k] = expit(log_odds[:, k] + gain)
                 resid -= np.outer(q[:, k], M[k]) * observed
+        return q
+
+    def _noisy_or_mean_field(self, X, log_odds, n_steps=10):
+        """``q(z_k = 1)`` for the noisy-or likelihood with many features.
+
+        Iterated conditional modes with soft outputs: feature by feature, for all rows at
+        once, ``q_k`` is the conditional probability of ``z_k = 1`` given the other
+        features at their current mode, which is then updated; ``n_steps`` passes (a
+        fixed count, so that a row's result depends on that row only).
+        """
+        A = self.components_
+        observed = ~np.isnan(X)
+        ones = (observed & (X > 0.5)).astype(float)
+        zeros = (observed & (X <= 0.5)).astype(float)
+        q = expit(log_odds)
+        mode = (q > 0.5).astype(float)
+        counts = mode @ A
+        for _ in range(n_steps):
+            for k in range(self.n_components_):
+                base = counts - np.outer(mode[:, k], A[k])
+                reach = A[k] > 0.5
+                if not reach.any():
+                    q[:, k] = expit(log_odds[:, k])
+                else:
+                    one_on, zero_on = self._noisy_or_log_terms(base[:, reach] + 1.0)
+                    one_off, zero_off = self._noisy_or_log_terms(base[:, reach])
+                    gain = (
+                        np.sum(np.where(ones[:, reach] > 0, one_on - one_off, 0.0), axis=1)
+                        + np.sum(zeros[:, reach] * (zero_on - zero_off), axis=1)
+                    )
+                    q[:, k] = expit(log_odds[:, k] + gain)
+                mode[:, k] = q[:, k] > 0.5
+                counts = base + np.outer(mode[:, k], A[k])
         return q
 
     def transform(self, X):
@@ -424,7 +679,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return out
 
     def inverse_transform(self, X):
-        """Map feature assignments (or probabilities) back to data space: ``Z A + mean``.
+        """Map feature assignments (or probabilities) back to data space.
+
+        ``Z A + mean`` for the real-valued likelihoods; for ``"bernoulli"`` the
+        probability of a one, ``1 - epsilon lambda^(Z A)`` (probabilities ``Z`` are
+        plugged in).
 
         Parameters
         ----------
@@ -442,6 +701,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"X must have shape (n_samples, {self.n_components_}) (one column per "
                 f"fitted feature); got {Z.shape}."
             )
+        if self.likelihood == "bernoulli":
+            return -np.expm1(self._noisy_or_log_terms(Z @ self.components_)[1])
         return Z @ self.components_ + self.mean_
 
     def score_samples(self, X):
@@ -450,7 +711,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ``log p(x_obs) = log sum_z p(z) N(x_obs; z M, (s_x^2 + z S z^T) I)``, summed over
         the fitted features' patterns (all ``2^K`` of them for at most 12 features; beyond
         that, the mean-field mode with every combination of flips of its 12 least certain
-        features, a lower bound) and over up to 3 new features of the row.
+        features, a lower bound) and over up to 3 new features of the row. For the
+        ``"exponential"`` and ``"bernoulli"`` likelihoods the features are the kept
+        sample's and the sum leaves new features out.
 
         Parameters
         ----------
@@ -522,12 +785,26 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         rng = as_random_source(random_state)
         p = expit(self._prior_log_odds())
         Z = (rng.random((n_samples, self.n_components_)) < p).astype(np.int8)
+        if self.likelihood == "bernoulli":
+            p_one = self.inverse_transform(Z)
+            return (rng.random(p_one.shape) < p_one).astype(np.float64), Z
         noise = self.sigma_x_ * rng.standard_normal((n_samples, self.components_.shape[1]))
         return Z @ self.components_ + self.mean_ + noise, Z
 
     @property
     def _n_features_out(self):
         return self.n_components_
+
+
+def _masked_dot(weights, log_values):
+    """``weights @ log_values.T`` where ``log_values`` may be ``-inf`` at zero weights."""
+    finite = np.where(np.isfinite(log_values), log_values, 0.0)
+    out = weights @ finite.T
+    bad = ~np.isfinite(log_values)
+    if bad.any():
+        hits = weights @ bad.T.astype(float)
+        out[hits > 0] = -np.inf
+    return out
 
 
 def _check_missing_pattern(missing):

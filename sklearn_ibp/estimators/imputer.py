@@ -415,8 +415,9 @@ def _posterior_views(estimator, data, chosen):
 def _noise(view):
     """``(binary, scale)``: whether the view's observations are binary, else their noise
     standard deviation (0 when the estimator does not expose one)."""
-    if isinstance(view, NoisyOrHierarchy):
+    if isinstance(view, NoisyOrHierarchy | IBPFactorAnalysis):
         if view.likelihood == "bernoulli":
             return True, 0.0
-        return False, float(view.likelihood_params_.get("sigma_x", 0.0))
+        params = getattr(view, "likelihood_params_", {})
+        return False, float(params.get("sigma_x", getattr(view, "sigma_x_", 0.0)))
     return False, float(getattr(view, "sigma_x_", 0.0))
