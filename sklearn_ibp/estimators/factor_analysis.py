@@ -485,7 +485,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             self._feature_cov = cov if cov.ndim == 2 else cov.mean(axis=0)
         else:
             # No closed-form posterior of A: the kept sample's own features, held fixed.
-            self.components_ = np.asarray(best["A"], dtype=np.float64).reshape(K, -1)
+            self.components_ = np.asarray(best["A"], dtype=np.float64).reshape(K, Xc.shape[1])
             self._feature_cov = np.zeros((K, K))
 
     # -- posterior over the features of new rows ----------------------------------------
