@@ -87,18 +87,36 @@ def enumerate_ddibp_posterior(X, P_norm, h, alpha, sigma_x, sigma_a, max_feature
             col = tuple(compute_reachability(links, owner).astype(int))
             probs[col] = probs.get(col, 0.0) + p
         column_prob.append(probs)
+    weights = 1 << np.arange(N - 1, -1, -1)
+    # Each owner's columns as integer histories (the encoding of history_key) with the log
+    # of their probability; a column always holds its owner, so no history is zero.
+    owner_cols = [
+        [(int(np.dot(col, weights)), np.log(p)) for col, p in probs.items()]
+        for probs in column_prob
+    ]
+    # Summing over ordered lists of (owner, column) is done dish by dish, merging lists
+    # that give the same multiset of histories (the class key) as they are built.
     log_post = {}
+    log_lik = {}
     for counts in product(range(max_features + 1), repeat=N):
         if sum(counts) > max_features:
             continue
         log_owner = float(np.sum(poisson.logpmf(counts, alpha / h)))
-        dish_owners = [i for i in range(N) for _ in range(counts[i])]
-        for cols in product(*[list(column_prob[o].items()) for o in dish_owners]):
-            Z = np.array([c for c, _ in cols], dtype=float).T.reshape(N, len(cols))
-            lp = log_owner + sum(np.log(p) for _, p in cols)
-            lp += log_marginal_likelihood(X, Z, sigma_x, sigma_a)
-            key = history_key(Z)
-            log_post[key] = np.logaddexp(log_post.get(key, -np.inf), lp)
+        partial = {(): log_owner}
+        for owner in (i for i in range(N) for _ in range(counts[i])):
+            merged = {}
+            for key, lp in partial.items():
+                for hist, lq in owner_cols[owner]:
+                    new = tuple(sorted(key + (hist,), reverse=True))
+                    merged[new] = np.logaddexp(merged.get(new, -np.inf), lp + lq)
+            partial = merged
+        for key, lp in partial.items():
+            if key not in log_lik:
+                Z = ((np.array(key, dtype=np.int64)[None, :] // weights[:, None]) % 2)
+                log_lik[key] = log_marginal_likelihood(
+                    X, Z.astype(float).reshape(N, len(key)), sigma_x, sigma_a
+                )
+            log_post[key] = np.logaddexp(log_post.get(key, -np.inf), lp + log_lik[key])
     keys = list(log_post)
     values = np.array([log_post[k] for k in keys])
     return dict(zip(keys, np.exp(values - logsumexp(values)), strict=True))
