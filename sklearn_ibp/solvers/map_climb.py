@@ -48,6 +48,8 @@ __all__ = ["MapClimb"]
 MAP_LIKELIHOODS = ("gaussian", "exponential", "noisy_or")
 #: Rounds of recruiting rows and refitting a shared new feature (``birth="shared"``).
 _SHARED_ROUNDS = 3
+#: Most rounds of coordinate ascent over the noisy-or ``epsilon`` and ``lambda``.
+_NOISE_ROUNDS = 50
 #: Bounds of the probabilities set by :meth:`MapClimb.mode_parameters`.
 _PROB_BOUNDS = (1e-6, 1.0 - 1e-6)
 
@@ -269,11 +271,11 @@ class MapClimb(ExplicitFeatureSolver):
         ``1 / sigma_x^2`` at the mode ``(n_obs / 2) / (1 + sum r^2 / 2)`` of its
         Gamma(1 + n_obs / 2, 1 + sum r^2 / 2) conditional; ``1 / sigma_a^2`` at
         ``(K D / 2) / (1 + sum A^2 / 2)``; the rate at ``K D / (1 + sum A)``; ``p_a`` at the
-        mode of its Beta conditional; the noisy-or ``epsilon``, then ``lambda``, at the
-        maximum of their conditional density (a bounded one-dimensional search, kept only
-        when it is higher). Each step raises ``log_joint + log p(params)``, not
-        ``log_joint`` alone. A parameter without data (no features, no observed entry) is
-        left as it is. Deterministic.
+        mode of its Beta conditional; the noisy-or ``epsilon`` and ``lambda`` at a
+        maximum of their joint conditional density (coordinate ascent by bounded
+        one-dimensional searches, each step kept only when it is higher). Each step
+        raises ``log_joint + log p(params)``, not ``log_joint`` alone. A parameter
+        without data (no features, no observed entry) is left as it is. Deterministic.
 
         Parameters
         ----------
@@ -399,12 +401,16 @@ def _noisy_or_noise_mode(likelihood, state, params, mask):
 
     eps, lam = float(params["epsilon"]), float(params["lambda"])
     current = log_density(eps, lam)
-    found = minimize_scalar(lambda v: -log_density(v, lam), bounds=_PROB_BOUNDS,
-                            method="bounded", options={"xatol": 1e-9})
-    if np.isfinite(found.fun) and -float(found.fun) > current:
-        current, eps = -float(found.fun), float(found.x)
-    found = minimize_scalar(lambda v: -log_density(eps, v), bounds=_PROB_BOUNDS,
-                            method="bounded", options={"xatol": 1e-9})
-    if np.isfinite(found.fun) and -float(found.fun) > current:
-        lam = float(found.x)
+    for _ in range(_NOISE_ROUNDS):  # coordinate ascent to a joint maximum
+        start = current
+        found = minimize_scalar(lambda v, lam=lam: -log_density(v, lam), bounds=_PROB_BOUNDS,
+                                method="bounded", options={"xatol": 1e-10})
+        if np.isfinite(found.fun) and -float(found.fun) > current:
+            current, eps = -float(found.fun), float(found.x)
+        found = minimize_scalar(lambda v, eps=eps: -log_density(eps, v), bounds=_PROB_BOUNDS,
+                                method="bounded", options={"xatol": 1e-10})
+        if np.isfinite(found.fun) and -float(found.fun) > current:
+            current, lam = -float(found.fun), float(found.x)
+        if current - start < 1e-10 * (1.0 + abs(current)):
+            break
     return {**params, "epsilon": eps, "lambda": lam}
