@@ -394,16 +394,22 @@ class LinearGaussianFeatures(_GaussianNoise):
 
         Column ``d`` of ``A`` sees only the rows where ``x_nd`` is observed; columns with
         the same observed pattern share one Cholesky factor. ``A`` (the current value) is
-        not used.
+        not used. When every entry is observed there is one group and no sub-arrays are
+        copied (the samplers call this every sweep, mostly on small complete problems); the
+        draw is the same as through the grouped path.
         """
         X = np.asarray(X, dtype=np.float64)
         Z = np.asarray(Z, dtype=np.float64)
-        mask = np.asarray(observed).astype(bool)
+        observed = np.asarray(observed)
         n_features, n_dims = Z.shape[1], X.shape[1]
-        new = np.zeros((n_features, n_dims))
         if n_features == 0:
-            return new
+            return np.zeros((0, n_dims))
         sigma_x, sigma_a = float(params["sigma_x"]), float(params["sigma_a"])
+        if observed.all():
+            precision, shift = information_form(X, Z, sigma_x, sigma_a)
+            return sample_features_from_information(precision, shift, rng)
+        mask = observed.astype(bool)
+        new = np.zeros((n_features, n_dims))
         for rows, cols in _observed_groups(mask):
             precision, shift = information_form(
                 X[np.ix_(rows, cols)], Z[rows], sigma_x, sigma_a
