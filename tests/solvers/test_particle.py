@@ -67,8 +67,9 @@ def check_classes(posterior, keys, min_dof=8):
 # change class in 4 sweeps, more with the data-driven proposal) is checked too, so a
 # sweep that returned the reference would fail. Scratch runs (3000-5000 chains, 3-10
 # sweeps, seeds 0-1) gave p = 0.31-0.73. Power, from broken copies of the kernel: the
-# reference scored without the proposal ratio of its row (data proposal), p = 3e-9; the
-# buffet's m_k / n replaced by m_k / N, p = 1e-14 (prior proposal) (see the report).
+# reference's row scored without its proposal ratio, p = 5e-12 (data-systematic); the
+# buffet's odds m_k / (n - m_k) with N for n, p = 2e-4; new features at rate alpha / N
+# instead of alpha / n, p = 1e-71; the new values' G_0(a) / q(a) left out, p = 1e-216.
 N_CHAINS, N_SWEEPS = 1500, 4
 
 
@@ -162,8 +163,8 @@ def noisy_or_key(Z, A):
     return tuple(sorted(zip(h.tolist(), a.tolist(), strict=True)))
 
 
-# Both A and Z move here (A binary); scratch runs at seeds 0-2 gave p = ...; with the
-# buffet's new-feature rate alpha / N instead of alpha / n the test fails (see report).
+# Both A and Z move here (A binary; the data-driven proposal's Bernoulli branch). With
+# the new values' G_0(a) / q(a) left out of the weights, p = 5e-11.
 def test_sweeps_keep_the_exact_noisy_or_posterior():
     posterior, top_mass = noisy_or_posterior()
     assert top_mass < 0.03
@@ -198,10 +199,11 @@ def test_sweeps_keep_the_exact_noisy_or_posterior():
 # is 0.003), 2000 runs of 30 particles: means of exp(log_evidence) / p(X) between 0.957
 # and 1.007 (standard errors 0.013-0.04) over three seeds and the eight combinations of
 # proposal, scheme and threshold. The ratio is heavy-tailed, which biases a sample mean
-# low; 0.9-1.1 is about four standard errors.
-@pytest.mark.parametrize("proposal", ["data", "prior"])
-@pytest.mark.parametrize("resampling, ess_threshold",
-                         [("systematic", 0.5), ("multinomial", 1.0)])
+# low; 0.9-1.1 is about four standard errors. Broken on purpose: the buffet's odds with N
+# for n gives 0.86-0.88, new features at rate alpha / N 0.54, the data proposal's
+# G_0(a) / q(a) left out 25.
+@pytest.mark.parametrize("proposal, resampling, ess_threshold",
+                         [("data", "systematic", 0.5), ("prior", "multinomial", 1.0)])
 def test_filter_evidence_is_unbiased(proposal, resampling, ess_threshold):
     sigma_x, sigma_a, alpha = 0.7, 1.0, 1.0
     rng = np.random.default_rng(5)
@@ -228,7 +230,8 @@ N_PRIOR, ALPHA_PRIOR = 6, 2.0
 
 # Without data every weight is equal: the sweep draws a fresh buffet path for the rows
 # after the branch point. Observed all 0 (D = 2) with resampling before every row runs
-# the conditional resampling too. K ~ Poisson(alpha H_N) = Poisson(4.9).
+# the conditional resampling too. K ~ Poisson(alpha H_N) = Poisson(4.9). With new
+# features at rate alpha / N instead of alpha / n the mean is 2.0 (z = -128).
 @pytest.mark.parametrize(
     "solver",
     [ParticleFilter(n_particles=4),
@@ -285,6 +288,30 @@ def test_alpha_update_keeps_its_prior():
     assert abs(Ks.mean() - harmonic) < 4.0 * se_K, Ks.mean()
 
 
+# -- recovery of the block images -------------------------------------------------------------
+
+# Exponential-Gaussian features on 70 block images (noise 0.5), sigma_x (from 1.0) and the
+# rate resampled every sweep, 20 particles with the data-driven proposal, from the
+# unconditional filter's start. 1200 sweeps found the four shapes (correlations 0.96-0.99)
+# and sigma_x within 2% at 4 of 4 chain seeds (0-3); 800 sweeps on 100 images left one
+# seed with three features, and with the seed's prior proposal a new feature in 36
+# dimensions was almost never kept (one feature after 3000 sweeps). About 1.5 s.
+def test_recovers_block_images_with_exponential_features():
+    X, _, A_true = make_block_images(n_samples=70, noise=0.5, random_state=0)
+    likelihood = ExponentialGaussian()
+    solver = ParticleFilter(n_particles=20)
+    rng = np.random.default_rng(0)
+    state = solver.initialize(X, None, np.zeros((70, 0)), None, 1.0,
+                              {"sigma_x": 1.0, "rate": 1.0}, likelihood, rng)
+    for _ in range(1200):
+        solver.sweep(state, likelihood, rng)
+        state.params = likelihood.sample_parameters(
+            state.X, state.observed, state.active_Z, state.active_A, state.params, rng)
+    C = np.corrcoef(np.vstack([A_true, state.active_A]))[:4, 4:]
+    assert C.max(axis=1).min() > 0.9, C.max(axis=1)
+    assert abs(state.params["sigma_x"] - 0.5) < 0.1
+
+
 # -- the resampling kernel against its definition -------------------------------------------
 
 @pytest.mark.parametrize("scheme", [RESAMPLE_MULTINOMIAL, RESAMPLE_SYSTEMATIC],
@@ -292,9 +319,11 @@ def test_alpha_update_keeps_its_prior():
 def test_resampling_marginals_and_conditional_law(scheme):
     """Every slot's ancestor is marginally distributed as the weights; given slot 0's
     ancestor 0, the conditional scheme gives the other slots the same joint law as the
-    unconditional scheme does (the latter by rejection)."""
+    unconditional scheme does (the latter by rejection). The conditional systematic
+    scheme with its offset drawn as in the unconditional one (not from ``[0, P W_0)``)
+    gives p = 8e-148; the exact-posterior tests do not see that slip."""
     weights = np.array([0.45, 0.1, 0.3, 0.15])
-    P, n = weights.size, 40_000
+    P, n = weights.size, 20_000
     rng = np.random.default_rng(0)
     bufs = (np.empty(P, np.int64), np.empty(P, np.int64), np.empty(P))
     anc = np.empty(P, np.int64)
@@ -307,7 +336,7 @@ def test_resampling_marginals_and_conditional_law(scheme):
         cond[i] = anc
     for slot in range(P):
         freq = np.bincount(free[:, slot], minlength=P) / n
-        np.testing.assert_allclose(freq, weights, atol=0.01)
+        np.testing.assert_allclose(freq, weights, atol=0.015)
     assert np.all(cond[:, 0] == 0)
     target = Counter(map(tuple, free[free[:, 0] == 0][:, 1:]))
     drawn = Counter(map(tuple, cond[:, 1:]))
