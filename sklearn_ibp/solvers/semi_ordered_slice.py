@@ -18,6 +18,25 @@ stick order (eq. 4.57). Between sweeps the chain holds the IBP representation (`
 Without the ordering constraint of Algorithm 15 a feature is never held in place by the
 features around it, so it mixes about as fast as the conjugate Gibbs sampler (seed 002
 sec. 4.3, fig. 4.7) while serving any explicit-feature likelihood.
+
+The real-weighted model (seed 002 sec. 4.4, eq. 4.62; the likelihood
+:class:`~sklearn_ibp.likelihoods.real_weighted.RealWeightedGaussian`, detected by its
+``weights`` attribute) is the model the seed runs this sampler on. Its chain also holds
+the weights ``W = Z ⊙ Y`` in ``state.stats["Y"]`` (n_samples, capacity; 0 wherever
+``z_nk = 0``; :func:`active_weights` gives the live columns), kept in step with ``Z``
+through every change of capacity, sort and removal of features. A sweep then:
+
+* updates each ``z_nk`` above the slice with ``y_nk`` integrated out (the residual is
+  ``N(0, sigma_x^2 I + a_k a_k^T)`` when the feature is on) and draws ``y_nk`` from its
+  Gaussian conditional, for features other rows have; a feature of the row alone is
+  switched with ``(y_nk, a_k)`` by Metropolis-Hastings, ``y`` proposed from its prior and
+  ``a_k`` from ``p(a_k | y, residual)``;
+* draws every row's weights jointly given ``z_n`` and ``A`` (a ``K_n``-dimensional
+  Gaussian regression), then ``A`` given ``W`` (the linear-Gaussian conditional with ``W``
+  as the design).
+
+:meth:`SemiOrderedSliceSampler.sample_parameters` and :meth:`~SemiOrderedSliceSampler.
+log_joint` use ``W`` as the design for this likelihood.
 """
 
 from __future__ import annotations
@@ -27,7 +46,8 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ..priors.ibp import harmonic_rate
+from ..likelihoods._real_weighted_kernels import draw_row_weights
+from ..priors.ibp import harmonic_rate, ibp_log_prob
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -36,11 +56,52 @@ from ._explicit_base import (
     grow,
     new_explicit_state,
 )
-from ._semi_ordered_slice_kernels import to_stick_breaking, update_rows_and_drop_empty
+from ._semi_ordered_slice_kernels import (
+    to_stick_breaking,
+    to_stick_breaking_weighted,
+    update_rows_and_drop_empty,
+    update_weighted_rows_and_drop_empty,
+)
 from ._slice_kernels import extend_sticks
 from .slice import check_alpha, check_likelihood, check_prior, initial_features
 
-__all__ = ["SemiOrderedSliceSampler"]
+__all__ = ["SemiOrderedSliceSampler", "active_weights"]
+
+#: Likelihood names served beyond the explicit-feature ones: the real-weighted model.
+WEIGHTED_LIKELIHOODS = ("gaussian_weights",)
+
+
+def _is_weighted(likelihood) -> bool:
+    """Whether ``likelihood`` is the real-weighted model (seed 002 eq. 4.62)."""
+    return getattr(likelihood, "weights", None) == "gaussian"
+
+
+def active_weights(state: ExplicitFeatureState) -> np.ndarray:
+    """The weights ``W = Z ⊙ Y`` of the live features of a real-weighted chain, shape
+    (n_samples, n_features) (a view of ``state.stats["Y"]``)."""
+    return state.stats["Y"][:, : state.n_features]
+
+
+def _fit_weights(state: ExplicitFeatureState) -> None:
+    """Give ``state.stats["Y"]`` the capacity of ``state.Z`` (its columns beyond the
+    live ones are 0, so the old array is copied whole)."""
+    old = state.stats["Y"]
+    cap = state.Z.shape[1]
+    if old.shape[1] < cap:
+        new = np.zeros((old.shape[0], cap))
+        new[:, : old.shape[1]] = old
+        state.stats["Y"] = new
+
+
+def _drop_empty_weighted(state: ExplicitFeatureState) -> None:
+    """:func:`drop_empty_features` with the columns of ``W`` moved alongside."""
+    K = state.n_features
+    keep = drop_empty_features(state)
+    if keep.size < K:
+        W = state.stats["Y"]
+        k = keep.size
+        W[:, :k] = W[:, keep]
+        W[:, k:K] = 0.0
 
 
 def _fit_stats(state: ExplicitFeatureState) -> None:
@@ -76,7 +137,7 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
     """
 
     name = "semi_ordered_slice"
-    likelihoods = EXPLICIT_LIKELIHOODS
+    likelihoods = EXPLICIT_LIKELIHOODS + WEIGHTED_LIKELIHOODS
     exact = True
 
     _parameter_constraints: dict = {
@@ -86,10 +147,15 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
     def __init__(self, capacity=32):
         self.capacity = capacity
 
-    def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng
+    def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng, Y=None
                    ) -> ExplicitFeatureState:
         """A chain from ``Z`` (n_samples, K) and ``A`` (K, n_dims), or ``A=None`` to draw it
-        given ``Z``. Empty columns are dropped; inputs are not modified."""
+        given ``Z``. Empty columns are dropped; inputs are not modified.
+
+        For the real-weighted likelihood, ``Y`` (n_samples, K) gives the starting weights
+        (only the entries with ``z_nk = 1`` are used); ``Y=None`` draws them from
+        ``p(W | X, Z, A)``. ``A=None`` draws ``A`` given ``Z`` as the design (weights 1),
+        before the weights. Other likelihoods ignore ``Y``."""
         self._validate_params()
         check_likelihood(self, likelihood)
         alpha = check_alpha(alpha)
@@ -98,15 +164,34 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
             raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
         observed = np.ascontiguousarray(observed, dtype=np.uint8)
         likelihood.check_data(X, observed)
+        weighted = _is_weighted(likelihood)
+        if weighted and Y is not None:
+            Y = np.asarray(Y, dtype=np.float64)
+            Z_in = np.asarray(Z)
+            if Z_in.ndim != 2 or Y.shape != Z_in.shape:
+                raise ValueError(f"Y must have the shape of Z {Z_in.shape}, got {Y.shape}.")
+            if not np.all(np.isfinite(Y[Z_in != 0])):
+                raise ValueError("Y must be finite where Z is 1.")
+            Y = Y[:, np.flatnonzero((Z_in != 0).any(axis=0))]
         Z, A = initial_features(X, observed, Z, A, params, likelihood, rng)
         state = new_explicit_state(X, observed, Z, A, alpha, params,
                                    max(int(self.capacity), Z.shape[1] + 1))
         state.stats["pred"] = np.zeros(X.shape)
         _fit_stats(state)
+        if weighted:
+            if Y is None:
+                W = likelihood.sample_weights(X, observed, Z, A, params, rng)
+            else:
+                W = np.where(Z, Y, 0.0)
+            state.stats["Y"] = np.zeros((X.shape[0], state.Z.shape[1]))
+            state.stats["Y"][:, : Z.shape[1]] = W
         return state
 
     def sweep(self, state: ExplicitFeatureState, likelihood, rng) -> None:
         """One sweep of Algorithm 16 (module docstring)."""
+        if _is_weighted(likelihood):
+            self._sweep_weighted(state, likelihood, rng)
+            return
         if state.n_features and not state.active_Z.any(axis=0).all():
             drop_empty_features(state)
         _fit_stats(state)
@@ -135,6 +220,64 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         if K:
             state.A[:K] = likelihood.sample_features(X, observed, state.Z[:, :K],
                                                      state.A[:K], params, rng)
+
+    def _sweep_weighted(self, state: ExplicitFeatureState, likelihood, rng) -> None:
+        """One sweep of Algorithm 16 on the real-weighted model (module docstring)."""
+        if "Y" not in state.stats:
+            raise ValueError("state has no weights: initialize it with the real-weighted "
+                             "likelihood.")
+        if state.n_features and not state.active_Z.any(axis=0).all():
+            _drop_empty_weighted(state)
+        _fit_stats(state)
+        _fit_weights(state)
+        st = state.stats
+        X, observed, params = state.X, state.observed, state.params
+        D = X.shape[1]
+        alpha = float(state.alpha)
+        K = state.n_features
+        prior_kind, prior = likelihood.prior_kind, likelihood.prior_array(params)
+        total, level, done = to_stick_breaking_weighted(
+            state.Z, st["Y"], state.A, st["pred"], st["feature_counts"], st["sticks"], K,
+            alpha, prior_kind, prior, rng,
+        )
+        while not done:
+            state.n_features = int(total)
+            grow(state, 2 * state.Z.shape[1])
+            _fit_stats(state)
+            _fit_weights(state)
+            total, done = extend_sticks(state.Z, state.A, st["feature_counts"], st["sticks"],
+                                        total, K, level, alpha, prior_kind, prior, rng)
+        noise = likelihood.noise_array(params, D)
+        K = update_weighted_rows_and_drop_empty(
+            X, observed, state.Z, st["Y"], state.A, st["pred"], st["feature_counts"],
+            st["sticks"], total, level, noise, prior, rng,
+        )
+        state.n_features = int(K)
+        if K:
+            draw_row_weights(X, observed, state.Z, state.A, st["Y"], K, noise, rng)
+            state.A[:K] = likelihood.sample_features(X, observed, st["Y"][:, :K],
+                                                     state.A[:K], params, rng)
+
+    def sample_parameters(self, state: ExplicitFeatureState, likelihood, rng) -> None:
+        """The likelihood's parameters from their conditionals given the state (the
+        likelihood's ``sample_parameters``), with ``W`` as the design for the
+        real-weighted model and ``Z`` otherwise."""
+        design = active_weights(state) if _is_weighted(likelihood) else state.active_Z
+        state.params = likelihood.sample_parameters(state.X, state.observed, design,
+                                                    state.active_A, state.params, rng)
+
+    def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:
+        """``log p(X, [Z], A | alpha, params)``; for the real-weighted model
+        ``log p(X, [Z], Y_on, A)`` with the weights of the present features ``Y_on``."""
+        if not _is_weighted(likelihood):
+            return super().log_joint(state, likelihood)
+        Z, A, W = state.active_Z, state.active_A, active_weights(state)
+        return (
+            likelihood.log_likelihood(state.X, state.observed, W, A, state.params)
+            + likelihood.log_prior_features(A, state.params)
+            + likelihood.log_prior_weights(W, Z)
+            + ibp_log_prob(Z, state.alpha)
+        )
 
     def sample_alpha(self, state: ExplicitFeatureState, rng, prior=(1.0, 1.0)) -> None:
         """``alpha`` given the semi-ordered state under a ``Gamma(shape, rate)`` prior.
