@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._accelerated_kernels import refresh_posterior, sweep_accelerated
 from ._base import BaseIBPSolver, FeatureState, with_capacity
+from .ibp_split_merge import apply_split_merge
 
 __all__ = ["AcceleratedGibbs"]
 
@@ -35,6 +36,9 @@ class AcceleratedGibbs(BaseIBPSolver):
     k_max : int, default=4
         Largest number of new features one row may take in one step (truncation of the
         Poisson in eq. 3.7).
+    split_merge : int, default=0
+        Split-merge Metropolis-Hastings proposals made after each sweep (seed 000 sec. 3.3;
+        :mod:`.ibp_split_merge`).
 
     Notes
     -----
@@ -49,12 +53,14 @@ class AcceleratedGibbs(BaseIBPSolver):
         "window": [Interval(Integral, 1, None, closed="left")],
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
         "k_max": [Interval(Integral, 1, None, closed="left")],
+        "split_merge": [Interval(Integral, 0, None, closed="left")],
     }
 
-    def __init__(self, window=1, refresh_every=100, k_max=4):
+    def __init__(self, window=1, refresh_every=100, k_max=4, split_merge=0):
         self.window = window
         self.refresh_every = refresh_every
         self.k_max = k_max
+        self.split_merge = split_merge
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         state = self._new_state(X, Z, hyper, self._spare())
@@ -111,6 +117,8 @@ class AcceleratedGibbs(BaseIBPSolver):
             st["windows_done"] = int(done)
             position += int(advanced)
         self.compact(state, st["counts"][: state.n_features] > 0)
+        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self._spare()):
+            self._refresh(state)
 
     def _compact_stats(self, state, idx) -> None:
         st = state.stats

@@ -18,6 +18,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._collapsed_kernels import _full_inverse, sweep_collapsed
+from .ibp_split_merge import apply_split_merge
 
 __all__ = ["CollapsedGibbs"]
 
@@ -30,14 +31,21 @@ class CollapsedGibbs(BaseIBPSolver):
     k_max : int, default=4
         Largest number of new features one row may take in one step (truncation of the
         Poisson in eq. 3.7).
+    split_merge : int, default=0
+        Split-merge Metropolis-Hastings proposals made after each sweep (seed 000 sec. 3.3;
+        :mod:`.ibp_split_merge`).
     """
 
     name = "collapsed"
 
-    _parameter_constraints: dict = {"k_max": [Interval(Integral, 1, None, closed="left")]}
+    _parameter_constraints: dict = {
+        "k_max": [Interval(Integral, 1, None, closed="left")],
+        "split_merge": [Interval(Integral, 0, None, closed="left")],
+    }
 
-    def __init__(self, k_max=4):
+    def __init__(self, k_max=4, split_merge=0):
         self.k_max = k_max
+        self.split_merge = split_merge
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
@@ -73,6 +81,8 @@ class CollapsedGibbs(BaseIBPSolver):
             st["logdet"] = float(logdet)
             position += int(done)
         self.compact(state, st["counts"][: state.n_features] > 0)
+        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self.k_max):
+            self._refresh(state)
 
     def _compact_stats(self, state, idx) -> None:
         # Dropping empty features changes M^{-1} only by removing decoupled blocks, but

@@ -19,6 +19,9 @@ class SemiCollapsedGibbs(UncollapsedGibbs):
     ----------
     k_max : int, default=4
         Largest number of new features one row may take in one step.
+    split_merge : int, default=0
+        Split-merge Metropolis-Hastings proposals made after each sweep (see
+        :class:`~sklearn_ibp.solvers.UncollapsedGibbs`).
     """
 
     name = "semi_collapsed"

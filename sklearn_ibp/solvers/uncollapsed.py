@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import Interval
 
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._explicit_features_kernels import draw_gaussian_features, sweep_explicit_features
+from .ibp_split_merge import apply_split_merge
 
 __all__ = ["UncollapsedGibbs"]
 
@@ -27,15 +28,23 @@ class UncollapsedGibbs(BaseIBPSolver):
     ----------
     k_max : int, default=4
         Largest number of new features proposed for one row (truncation of the Poisson).
+    split_merge : int, default=0
+        Split-merge Metropolis-Hastings proposals made after each sweep, on ``Z`` with ``A``
+        integrated out; ``A`` is redrawn from ``p(A | Z, X)`` after an accepted one (seed
+        000 sec. 3.3; :mod:`.ibp_split_merge`).
     """
 
     name = "uncollapsed"
     _integrate_new = False
 
-    _parameter_constraints: dict = {"k_max": [Interval(Integral, 1, None, closed="left")]}
+    _parameter_constraints: dict = {
+        "k_max": [Interval(Integral, 1, None, closed="left")],
+        "split_merge": [Interval(Integral, 0, None, closed="left")],
+    }
 
-    def __init__(self, k_max=4):
+    def __init__(self, k_max=4, split_merge=0):
         self.k_max = k_max
+        self.split_merge = split_merge
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
@@ -83,6 +92,8 @@ class UncollapsedGibbs(BaseIBPSolver):
             position += int(done)
         self.compact(state, st["counts"][: state.n_features] > 0)
         self._draw_features(state, rng)
+        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self.k_max):
+            self._draw_features(state, rng)
 
     def _compact_stats(self, state, idx) -> None:
         st = state.stats
