@@ -5,6 +5,12 @@ The stick draws and the row update are those of Algorithm 15 (:mod:`._slice_kern
 this module holds the two changes of representation around them: to the stick-breaking
 representation (active sticks drawn afresh from their posterior, eq. 4.56, one slice for
 the sweep, empty sticks from eq. 4.57) and back (empty features dropped).
+
+The ``*_weighted`` kernels are the same sweep for the real-weighted model of seed 002
+sec. 4.4 (eq. 4.62): the weights ``W = Z ⊙ Y`` travel with ``Z`` through the sort and the
+removal of features, the prediction is ``W A``, and the row update integrates the weight
+out of each ``z_nk`` (:mod:`sklearn_ibp.likelihoods._real_weighted_kernels`). The binary
+kernels above are untouched by them.
 """
 
 from __future__ import annotations

@@ -163,6 +163,12 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         if X.ndim != 2:
             raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
         observed = np.ascontiguousarray(observed, dtype=np.uint8)
+        # Read-only inputs are copied: the kernels then see one array type (one cached
+        # compilation) and the state never aliases the caller's arrays.
+        if not X.flags.writeable:
+            X = X.copy()
+        if not observed.flags.writeable:
+            observed = observed.copy()
         likelihood.check_data(X, observed)
         weighted = _is_weighted(likelihood)
         if weighted and Y is not None:
