@@ -55,13 +55,16 @@ def _start(solver, X, Z0, params=PARAMS, alpha=ALPHA, seed=0, likelihood=GAUSSIA
 # -- every rung keeps its tempered posterior ---------------------------------------------
 
 N_CHAINS, N_SWEEPS = 1000, 5
-# Scratch runs at this N_CHAINS and N_SWEEPS, four_rows, ladder b = 1, 0.32, 0.1
-# (max_temperature 10), chi-square p-values of rungs (cold, middle, hot):
-#   seed 0: 0.25 0.39 0.14   seed 1: 0.60 0.13 0.48   seed 2: 0.36 0.021 0.69
-# exchange acceptance about 0.10 (pair 1-2) and 0.08 (pair 2-3).
-# Broken on purpose (see the report of issue 7): exchanges always accepted, or accepted
-# with the ratio's sign flipped, fail the cold rung; hot rungs run untempered, or at
-# sigma_x * sqrt(b) instead of sigma_x / sqrt(b), fail the hot rungs.
+# Runs of this test at seeds 0-3 (four_rows, ladder b = 1, 0.32, 0.1, max_temperature 10),
+# chi-square p-values of the rungs (cold, middle, hot) and z of the mean change of
+# sum_t b_t L_t over the first exchange round:
+#   seed 0: 0.89 0.48 0.56 z -0.46   seed 1: 0.65 0.92 0.19 z 0.22
+#   seed 2: 0.36 0.62 0.40 z -0.04   seed 3: 0.12 0.50 0.66 z 0.14
+# exchange acceptance about 0.10 (rungs 1-2) and 0.08 (rungs 2-3).
+# Broken on purpose: exchanges always accepted, or with the ratio's sign flipped, fail
+# the cold rung's chi-square (p ~ 0); hot rungs run untempered, or at sigma_x * sqrt(b)
+# instead of sigma_x / sqrt(b), fail the middle rung's (p ~ 1e-60); the exchange ratio
+# halved fails the middle rung's (p = 3e-8) and doubled fails the z-test (z = 5.2).
 
 
 @pytest.fixture(scope="module")
@@ -77,6 +80,11 @@ def tempered_posteriors():
     return X, solver, posteriors
 
 
+def _log_likelihoods(solver, state):
+    return np.array([GAUSSIAN.log_likelihood(r.X, r.observed, r.active_Z, r.active_A, r.params)
+                     for r in solver.rung_states(state)])
+
+
 def test_every_rung_keeps_its_tempered_posterior(tempered_posteriors):
     X, solver, posteriors = tempered_posteriors
     betas = solver.inverse_temperatures()
@@ -90,6 +98,7 @@ def test_every_rung_keeps_its_tempered_posterior(tempered_posteriors):
                                                      p=probs / probs.sum())])
     finals = [[] for _ in betas]
     attempts = accepts = 0
+    change = []
     for c in range(N_CHAINS):
         state = None
         for t, b in enumerate(betas):
@@ -101,21 +110,30 @@ def test_every_rung_keeps_its_tempered_posterior(tempered_posteriors):
                 state = solver.initialize(X, observed, Z0, A0, ALPHA, PARAMS, GAUSSIAN, rng)
             else:
                 solver.reset_rung(state, t, Z0, A0, GAUSSIAN, rng)
+        # One exchange round from the exact start: it keeps every rung's target, so the
+        # b-weighted sum of the rungs' log-likelihoods (the log of the product target up
+        # to the priors, which an exchange permutes) keeps its mean.
+        before = _log_likelihoods(solver, state)
+        solver._swap_round(state, state.stats["tempering"], GAUSSIAN, rng)
+        change.append(betas @ (_log_likelihoods(solver, state) - before))
         for _ in range(N_SWEEPS):
             solver.sweep(state, GAUSSIAN, rng)
         for t, rung in enumerate(solver.rung_states(state)):
             finals[t].append(history_key(rung.active_Z))
         record = state.stats["tempering"]
         attempts, accepts = attempts + record.swap_attempts, accepts + record.swap_accepts
-    assert np.all(attempts == N_CHAINS * N_SWEEPS)
-    rates = accepts / attempts
-    assert np.all((rates > 0.02) & (rates < 0.5)), rates
     for t, posterior in enumerate(posteriors):
         stat, dof, p_value, counts, expected = chi_square_against(posterior, finals[t])
         assert dof >= 8
         assert p_value > 1e-3, (t, stat, dof, counts, expected)
         top = max(posterior, key=posterior.get)
         assert abs(np.mean([k == top for k in finals[t]]) - posterior[top]) < 0.05, t
+    assert np.all(attempts == N_CHAINS * (N_SWEEPS + 1))
+    rates = accepts / attempts
+    assert np.all((rates > 0.02) & (rates < 0.5)), rates
+    change = np.asarray(change)
+    z = change.mean() / (change.std() / np.sqrt(N_CHAINS))
+    assert abs(z) < 4.0, z
 
 
 # -- the tempered likelihood ---------------------------------------------------------------
