@@ -40,10 +40,12 @@ features). What remains is
     log r_split = log(alpha beta) + log B(m_a, N-m_a+beta) + log B(m_b, N-m_b+beta)
                   - log B(m_k, N-m_k+beta) + log p(X | Z_split) - log p(X | Z) - log q_split
 
-and ``log r_merge`` the negative of the same expression read from the split state. The
-position of a column does not change the class ``[Z]`` nor the ratio, so the code appends new
-columns at the end; the move leaves the IBP posterior over classes invariant whatever order
-the solver keeps its columns in.
+and ``log r_merge`` the negative of the same expression read from the split state. The code
+places the columns as the involution says (``a`` in ``k``'s place and ``b`` at a uniformly
+random position; the OR in ``k_i``'s place), so the move leaves the ordered posterior
+invariant, hence also the IBP posterior over classes, and composes with any sampler that
+leaves the ordered posterior invariant (the Gibbs sweeps). Appending ``b`` at the end
+instead would keep the class-level kernel but make the column order depend on the history.
 
 With ``A`` explicit (uncollapsed and semi-collapsed solvers) the move is made on ``Z`` with
 ``A`` integrated out and the solver redraws ``A ~ p(A | Z, X)`` after an accepted move: a
@@ -63,7 +65,11 @@ from ._ibp_split_merge_kernels import (
 )
 
 __all__ = [
+    "MERGES_ACCEPTED",
+    "MERGES_PROPOSED",
     "N_INTERMEDIATE_SCANS",
+    "SPLITS_ACCEPTED",
+    "SPLITS_PROPOSED",
     "apply_split_merge",
     "split_merge_proposal",
     "split_merge_proposals",

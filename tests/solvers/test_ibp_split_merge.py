@@ -130,11 +130,20 @@ def test_split_merge_leaves_exact_posterior_invariant(tiny):
     assert p_k > 1e-3
 
 
-@pytest.mark.parametrize("solver_class", SOLVERS, ids=lambda c: c.name)
-def test_solvers_with_split_merge_leave_exact_posterior_invariant(solver_class, tiny):
-    """Each solver, from exact draws, two sweeps with three proposals each: exact draws.
+# (solver, chains, sweeps). The explicit-A solvers run longer: an A left stale after a
+# move (not redrawn) biases only their next Gibbs sweep, which 2000 chains of four sweeps
+# see (p from 4e-5 to 8e-12 over four seeds), two sweeps of 1500 chains not reliably.
+SOLVER_CHAINS = [(CollapsedGibbs, 2000, 2), (AcceleratedGibbs, 2000, 2),
+                 (UncollapsedGibbs, 2000, 4), (SemiCollapsedGibbs, 2000, 4)]
 
-    The second sweep runs on the statistics the solver refreshed after the first sweep's
+
+@pytest.mark.parametrize("solver_class, n_chains, n_sweeps", SOLVER_CHAINS,
+                         ids=[c.name for c, _, _ in SOLVER_CHAINS])
+def test_solvers_with_split_merge_leave_exact_posterior_invariant(solver_class, n_chains,
+                                                                  n_sweeps, tiny):
+    """Each solver, from exact draws, a few sweeps with three proposals each: exact draws.
+
+    The later sweeps run on the statistics the solver refreshed after the earlier sweeps'
     accepted moves (and, for explicit ``A``, on the redrawn ``A``), so stale statistics
     would show here.
     """
@@ -142,16 +151,16 @@ def test_solvers_with_split_merge_leave_exact_posterior_invariant(solver_class, 
     solver = solver_class(split_merge=3)
     rng = np.random.default_rng(1)
     keys, accepted = [], 0
-    for Z in posterior_draws(tiny, 1500, rng):
+    for Z in posterior_draws(tiny, n_chains, rng):
         state = solver.initialize(X, Z, HYPER, rng)
-        solver.sweep(state, rng)
-        solver.sweep(state, rng)
+        for _ in range(n_sweeps):
+            solver.sweep(state, rng)
         keys.append(history_key(state.active_Z))
         accepted += state.stats["split_merge"][[SPLITS_ACCEPTED, MERGES_ACCEPTED]].sum()
     assert accepted > 1000
     p_value, dof = chi_square(posterior, keys)
     assert dof >= 30
-    assert p_value > 1e-3
+    assert p_value > 1e-3, (p_value, dof, accepted)
 
 
 def _reference_scan_log_q(X, Z, rows, a, b, patterns):
@@ -229,9 +238,11 @@ def test_split_merge_separates_merged_shapes():
     merged feature for a new one alone); a split does it in one step. Sixteen data sets and
     chains, 30 sweeps of the accelerated sampler each, with and without three proposals per
     sweep; over the second half of each chain, split-merge holds the true ``K = 4`` far more
-    often and sits closer to the log joint of the true ``Z``. Measured over six blocks of
-    16 seeds: K = 4 in 67-86% of sweeps with split-merge against 19-53% without; the
-    median gap to the true ``Z``'s log joint -29 to +0.3 nats against -35 to -13.
+    often and sits closer to the log joint of the true ``Z``. Measured over eight blocks of 16
+    data sets (seeds 0-15, 1000-1015, ..., 7000-7015): K = 4 in 72-88% of sweeps with
+    split-merge against 19-50% without (the smallest difference 0.29); the median gap to
+    the true ``Z``'s log joint -14 to +1.3 nats against -36 to -20 (the smallest difference
+    17.6 nats); 11 to 14 accepted splits per block (about 3% of split proposals).
     """
     noise = 0.5
     hyper = dict(alpha=1.0, beta=1.0, sigma_x=noise, sigma_a=1.0)
@@ -259,7 +270,7 @@ def test_split_merge_separates_merged_shapes():
                 accepted_splits += state.stats["split_merge"][SPLITS_ACCEPTED]
     assert accepted_splits >= 8
     assert np.mean(right_k[3]) > np.mean(right_k[0]) + 0.15
-    assert np.median(gap[3]) > np.median(gap[0]) + 3.0
+    assert np.median(gap[3]) > np.median(gap[0]) + 8.0
 
 
 @pytest.mark.parametrize("solver_class", SOLVERS, ids=lambda c: c.name)
