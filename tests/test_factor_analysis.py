@@ -119,7 +119,8 @@ def _set(X, index, value):
             {"solver": "collapsed", "likelihood": "exponential"},
             None,
             r"solver='collapsed' cannot serve likelihood='exponential'; solvers that can: "
-            r"\['approximate_gibbs', 'metropolis', 'semi_ordered_slice', 'slice'",
+            r"\['approximate_gibbs', 'map', 'metropolis', 'particle', 'semi_ordered_slice', "
+            r"'slice', 'tempering', 'truncated_gibbs'\]",
         ),
         (
             {"solver": "accelerated", "likelihood": "bernoulli"},

@@ -18,10 +18,13 @@ from .dp_slice import SliceDP
 from .dp_split_merge import SplitMergeDP
 from .dp_truncated import TruncatedDP
 from .hierarchy_gibbs import HierarchyGibbs, HierarchyState
+from .map_climb import MapClimb
 from .metropolis import MetropolisGibbs
+from .particle import ParticleFilter
 from .semi_collapsed import SemiCollapsedGibbs
 from .semi_ordered_slice import SemiOrderedSliceSampler
 from .slice import SliceSampler
+from .tempering import ParallelTempering
 from .truncated_gibbs import TruncatedGibbs
 from .uncollapsed import UncollapsedGibbs
 
@@ -41,6 +44,9 @@ EXPLICIT_SOLVERS = {
     "truncated_gibbs": TruncatedGibbs,
     "approximate_gibbs": ApproximateGibbs,
     "metropolis": MetropolisGibbs,
+    "particle": ParticleFilter,
+    "tempering": ParallelTempering,
+    "map": MapClimb,
 }
 
 #: Solver names accepted by ``DPMixture(solver=...)``.
@@ -63,7 +69,10 @@ __all__ = [
     "ApproximateGibbs",
     "ExplicitFeatureSolver",
     "ExplicitFeatureState",
+    "MapClimb",
     "MetropolisGibbs",
+    "ParallelTempering",
+    "ParticleFilter",
     "SemiOrderedSliceSampler",
     "SliceSampler",
     "TruncatedGibbs",
