@@ -21,6 +21,12 @@ ESTIMATORS = (
         for likelihood in ("gaussian", "exponential")
         if _serves(EXPLICIT_SOLVERS[name], likelihood)
     ]
+    # The real-weighted model (seed 002 sec. 4.4): only the semi-ordered slice sampler.
+    + [
+        IBPFactorAnalysis(solver=name, weights="gaussian", **SMALL)
+        for name in EXPLICIT_SOLVERS
+        if _serves(EXPLICIT_SOLVERS[name], "gaussian", "gaussian")
+    ]
     # The checks feed real-valued data, which likelihood="bernoulli" refuses (it models
     # zeros and ones); behind a Binarizer every check reaches the estimator with binary
     # data of the checks' shapes.

@@ -16,10 +16,16 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler
-from ..likelihoods import ExponentialGaussian, LeakyNoisyOr, LinearGaussianFeatures
+from ..likelihoods import (
+    ExponentialGaussian,
+    LeakyNoisyOr,
+    LinearGaussianFeatures,
+    RealWeightedGaussian,
+)
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, SOLVERS, BaseIBPSolver
+from ..solvers import EXPLICIT_SOLVERS, SOLVERS
+from ..solvers.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
 
@@ -49,10 +55,18 @@ def _is_explicit(solver) -> bool:
     return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
 
 
-def _serves(solver_or_class, likelihood: str) -> bool:
-    """Whether a solver (object or class) serves the estimator's ``likelihood``."""
+def _likelihood_class(likelihood: str, weights: str = "binary"):
+    """The likelihood class of the estimator's ``likelihood`` and ``weights``."""
+    if weights == "gaussian":
+        return RealWeightedGaussian
+    return LIKELIHOODS[likelihood]
+
+
+def _serves(solver_or_class, likelihood: str, weights: str = "binary") -> bool:
+    """Whether a solver (object or class) serves the estimator's ``likelihood`` (with
+    ``weights``)."""
     names = getattr(solver_or_class, "likelihoods", ("gaussian",))
-    return LIKELIHOODS[likelihood].name in names
+    return _likelihood_class(likelihood, weights).name in names
 
 
 class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
@@ -71,6 +85,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
       ``P(x_nd = 1) = 1 - epsilon lambda^((z_n A)_d)``, with binary ``A`` (each entry 1
       with probability ``p_a``); ``epsilon``, ``lambda`` and ``p_a`` have uniform priors.
 
+    With ``weights="gaussian"`` (and ``likelihood="gaussian"``) a row's features also
+    carry real weights: ``x_n = (z_n * y_n) A + e_n`` with ``y_nk ~ N(0, 1)`` (Görür 2007,
+    sec. 4.4): ``z_n`` says which features a row has and ``y_n`` how much of each.
+
     Inference is by Markov chain Monte Carlo. The collapsed and accelerated solvers
     integrate ``A`` out and so need ``likelihood="gaussian"``; the solvers that keep
     ``A`` explicit (slice, semi-ordered slice, truncated, approximate and Metropolis Gibbs;
@@ -87,6 +105,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         integrate ``A`` out serve ``beta != 1``.
     likelihood : {"gaussian", "exponential", "bernoulli"}, default="gaussian"
         Observation model (see above). ``"bernoulli"`` needs ``X`` of zeros and ones.
+    weights : {"binary", "gaussian"}, default="binary"
+        How much of each feature a row has: all of it (``"binary"``, the models above) or
+        a standard normal weight (``"gaussian"``, the real-weighted model; only with
+        ``likelihood="gaussian"`` and ``solver="semi_ordered_slice"``). With
+        ``"gaussian"``, :meth:`transform` returns the posterior mean of the weights.
     sigma_x : float or None, default=None
         Noise standard deviation of the real-valued likelihoods (its starting value when
         sampled). None uses the standard deviation of the centred data when
@@ -102,8 +125,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         (for example ``AcceleratedGibbs(window=2)``). Names: ``"accelerated"``,
         ``"collapsed"``, ``"uncollapsed"``, ``"semi_collapsed"`` (linear-Gaussian only)
         and ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
-        ``"approximate_gibbs"``, ``"metropolis"`` (every likelihood). A solver that cannot
-        serve ``likelihood`` is refused with an error naming those that can.
+        ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map"`` (every
+        likelihood) and ``"tempering"`` (the real-valued ones); see
+        :doc:`/choosing_solver`. A solver that cannot serve ``likelihood`` (and
+        ``weights``) is refused with an error naming those that can.
     n_iter : int, default=100
         Sweeps per chain.
     burn_in : int or None, default=None
@@ -140,12 +165,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     Attributes
     ----------
     components_ : ndarray of shape (n_components, n_features)
-        The features ``A``: for ``"gaussian"`` their posterior mean given ``Z_`` and the
-        data, for the other likelihoods the kept sample's ``A``.
+        The features ``A``: for ``"gaussian"`` their posterior mean given ``Z_`` (``W_``
+        with ``weights="gaussian"``) and the data, for the other likelihoods the kept
+        sample's ``A``.
     n_components_ : int
         Number of features of ``Z_``.
     Z_ : ndarray of shape (n_samples, n_components)
         The kept sample of the feature matrix with the highest log joint probability.
+    W_ : ndarray of shape (n_samples, n_components)
+        That sample's weights ``Z * Y`` (``weights="gaussian"`` only).
     feature_counts_ : ndarray of shape (n_components,)
         Number of training rows that have each feature.
     alpha_ : float
@@ -210,6 +238,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "weights": [StrOptions({"binary", "gaussian"})],
         "sigma_x": [Interval(Real, 0, None, closed="neither"), None],
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
         # Every method the sampling loop calls, so an incomplete solver object is refused
@@ -226,6 +255,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         alpha=1.0,
         beta=1.0,
         likelihood="gaussian",
+        weights="binary",
         sigma_x=None,
         sigma_a=None,
         solver="accelerated",
@@ -242,6 +272,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self.alpha = alpha
         self.beta = beta
         self.likelihood = likelihood
+        self.weights = weights
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
         self.solver = solver
@@ -270,11 +301,18 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             # user's object is never mutated by a fit.
             solver = clone(self.solver, safe=False)
         name = getattr(solver, "name", type(solver).__name__)
-        if not _serves(solver, self.likelihood):
-            servers = sorted(n for n, cls in ALL_SOLVERS.items() if _serves(cls, self.likelihood))
+        if self._weights != "binary" and self.likelihood != "gaussian":
             raise ValueError(
-                f"solver={name!r} cannot serve likelihood={self.likelihood!r}; "
-                f"solvers that can: {servers}."
+                f"weights={self._weights!r} needs likelihood='gaussian' (the real-weighted "
+                f"model); got likelihood={self.likelihood!r}."
+            )
+        if not _serves(solver, self.likelihood, self._weights):
+            servers = sorted(n for n, cls in ALL_SOLVERS.items()
+                             if _serves(cls, self.likelihood, self._weights))
+            with_weights = "" if self._weights == "binary" else f" with weights={self._weights!r}"
+            raise ValueError(
+                f"solver={name!r} cannot serve likelihood={self.likelihood!r}"
+                f"{with_weights}; solvers that can: {servers}."
             )
         if _is_explicit(solver) and self.beta != 1.0:
             servers = sorted(n for n, cls in ALL_SOLVERS.items() if not _is_explicit(cls))
@@ -341,7 +379,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             return sample_ibp(N, alpha0, beta0, rng)
 
         if _is_explicit(solver):
-            lik = LIKELIHOODS[self.likelihood]()
+            lik = _likelihood_class(self.likelihood, self._weights)()
             observed = (~missing).astype(np.uint8)
             lik.check_data(X_start, observed)
             self._explicit_likelihood = lik
@@ -402,11 +440,20 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     @property
     def _trace_names(self):
         return ("log_joint", "n_features", "alpha") + tuple(
-            LIKELIHOODS[self.likelihood].parameter_names
+            _likelihood_class(self.likelihood, self._weights).parameter_names
         )
 
     def _explicit(self) -> bool:
         return getattr(self, "_explicit_likelihood", None) is not None
+
+    @property
+    def _weights(self) -> str:
+        """``weights``; ``"binary"`` for subclasses without the parameter."""
+        return getattr(self, "weights", "binary")
+
+    def _weighted(self) -> bool:
+        """Whether the fitted model is the real-weighted one."""
+        return self._weights == "gaussian"
 
     def _trace_values(self, state, log_joint):
         if not self._explicit():
@@ -452,7 +499,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _snapshot(self, state, chain, log_joint):
         if not self._explicit():
             return super()._snapshot(state, chain, log_joint)
-        return {
+        sample = {
             "Z": state.active_Z.copy(),
             "A": state.active_A.copy(),
             "alpha": state.alpha,
@@ -461,6 +508,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             "log_joint": float(log_joint),
             "chain": chain,
         }
+        if self._weighted():
+            sample["W"] = active_weights(state).copy()
+        return sample
 
     def _set_posterior(self, Xc):
         best = self._best_sample()
@@ -478,11 +528,19 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             self.sigma_x_ = float(params["sigma_x"])
         if self.likelihood == "gaussian":
             self.sigma_a_ = float(params["sigma_a"])
-            mean, cov = feature_posterior(Xc, self.Z_, self.sigma_x_, self.sigma_a_)
+            design = self.Z_
+            if self._weighted():
+                self.W_ = np.asarray(best["W"], dtype=np.float64)
+                design = self.W_
+            mean, cov = feature_posterior(Xc, design, self.sigma_x_, self.sigma_a_)
             self.components_ = mean
             # One covariance per column when entries were missing; their average is the
-            # one used for the predictive variance of new rows.
+            # one used for the predictive variance of new rows. The real-weighted model's
+            # predictive holds the features at their mean (its weights are integrated
+            # out instead).
             self._feature_cov = cov if cov.ndim == 2 else cov.mean(axis=0)
+            if self._weighted():
+                self._feature_cov = np.zeros((K, K))
         else:
             # No closed-form posterior of A: the kept sample's own features, held fixed.
             self.components_ = np.asarray(best["A"], dtype=np.float64).reshape(K, Xc.shape[1])
@@ -528,13 +586,20 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the observed entries, and with
         ``n_new_max > 0`` the result also sums over up to that many new features of the
         row (each adds ``s_a^2`` to the variance), as a log predictive. For the other
-        likelihoods the features are the kept sample's and new features are left out (their
+        likelihoods (and for ``weights="gaussian"``, whose weights are integrated out
+        instead) the features are the kept sample's and new features are left out (their
         contribution has no closed form). Returns an array of shape (n_rows, n_patterns).
         """
         log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0), per row
         log_prior = log_odds @ patterns.T + log_off.sum(axis=1)[:, None]
         if self.likelihood == "bernoulli":
             return log_prior + self._noisy_or_pattern_log_likelihood(Xc, patterns)
+        if self._weighted():
+            observed = ~np.isnan(Xc)
+            return log_prior + RealWeightedGaussian().pattern_log_likelihood(
+                np.where(observed, Xc, 0.0), observed, patterns, self.components_,
+                self.likelihood_params_,
+            )
         if self.likelihood != "gaussian":
             n_new_max = 0
         M, S = self.components_, self._feature_cov
@@ -594,6 +659,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         if self.likelihood == "bernoulli":
             return self._noisy_or_mean_field(Xc, log_odds)
+        if self._weighted():
+            return self._weighted_mean_field(Xc, log_odds)
         M = np.ascontiguousarray(self.components_)
         sx2 = self.sigma_x_**2
         observed = (~np.isnan(Xc)).astype(float)
@@ -645,8 +712,105 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 counts = base + np.outer(mode[:, k], A[k])
         return q
 
+    def _weighted_mean_field(self, Xc, log_odds, n_steps=5):
+        """``q(z_k = 1)`` for the real-weighted model with many features.
+
+        As :meth:`_noisy_or_mean_field`: feature by feature for all rows at once, ``q_k``
+        is the conditional probability of ``z_k = 1`` given the other features at their
+        current mode, with the weights integrated out; ``n_steps`` passes.
+        """
+        lik = RealWeightedGaussian()
+        observed = ~np.isnan(Xc)
+        X0 = np.where(observed, Xc, 0.0)
+        A, params = self.components_, self.likelihood_params_
+
+        def row_log_likelihood(modes):
+            # Rows sharing a pattern share its Woodbury factors: one call per pattern.
+            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
+            inverse = np.ravel(inverse)
+            out = np.empty(Xc.shape[0])
+            for u in range(unique.shape[0]):
+                rows = np.flatnonzero(inverse == u)
+                out[rows] = lik.pattern_log_likelihood(
+                    X0[rows], observed[rows], unique[u : u + 1], A, params)[:, 0]
+            return out
+
+        q = expit(log_odds)
+        mode = q > 0.5
+        for _ in range(n_steps):
+            for k in range(self.n_components_):
+                on, off = mode.copy(), mode.copy()
+                on[:, k], off[:, k] = True, False
+                gain = row_log_likelihood(on) - row_log_likelihood(off)
+                q[:, k] = expit(log_odds[:, k] + gain)
+                mode[:, k] = q[:, k] > 0.5
+        return q
+
+    def _expected_weights(self, Xc, log_odds):
+        """``E[w_n | x_n]`` of the real-weighted model, features held at ``components_``:
+        mixed over all ``2^K`` patterns for at most 12 features, else the weights'
+        posterior mean given the mean-field mode of ``z_n``."""
+        lik = RealWeightedGaussian()
+        observed = ~np.isnan(Xc)
+        X0 = np.where(observed, Xc, 0.0)
+        A, params = self.components_, self.likelihood_params_
+        N = Xc.shape[0]
+        if self.n_components_ > MAX_EXACT_FEATURES:
+            modes = self._mean_field(Xc, log_odds) > 0.5
+            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
+            inverse = np.ravel(inverse)
+            out = np.empty((N, self.n_components_))
+            for u in range(unique.shape[0]):
+                rows = np.flatnonzero(inverse == u)
+                out[rows] = lik.expected_weights(X0[rows], observed[rows], unique[u : u + 1],
+                                                 np.ones((rows.size, 1)), A, params)
+            return out
+        patterns = self._all_patterns()
+        out = np.empty((N, self.n_components_))
+        for start in range(0, N, 512):
+            rows = slice(start, start + 512)
+            block = self._config_log_joint(Xc[rows], patterns, log_odds[rows], None)
+            probabilities = np.exp(block - logsumexp(block, axis=1, keepdims=True))
+            out[rows] = lik.expected_weights(X0[rows], observed[rows], patterns,
+                                             probabilities, A, params)
+        return out
+
+    def _draw_weights(self, X, rng):
+        """One draw of each row's weights ``z_n * y_n`` from their posterior given the
+        row (features held at ``components_``): a pattern ``z_n`` from its enumerated
+        posterior (for more than 12 features, the mean-field mode), then ``y_n`` of its
+        features from their Gaussian conditional. Used by the imputer's
+        ``sample_posterior``; ``rng`` is a NumPy ``Generator``."""
+        Xc, log_odds, _ = self._check_X(X)
+        N, K = Xc.shape[0], self.n_components_
+        if K == 0:
+            return np.zeros((N, 0))
+        if K > MAX_EXACT_FEATURES:
+            Z = self._mean_field(Xc, log_odds) > 0.5
+        else:
+            patterns = self._all_patterns()
+            block = self._config_log_joint(Xc, patterns, log_odds, None)
+            cdf = np.cumsum(np.exp(block - logsumexp(block, axis=1, keepdims=True)), axis=1)
+            index = (cdf < rng.random((N, 1)) * cdf[:, -1:]).sum(axis=1)
+            Z = patterns[np.minimum(index, patterns.shape[0] - 1)] > 0.5
+        observed = ~np.isnan(Xc)
+        mean, cov = RealWeightedGaussian().weight_posterior(
+            np.where(observed, Xc, 0.0), observed, Z, self.components_,
+            self.likelihood_params_)
+        W = np.zeros((N, K))
+        for n in range(N):
+            S = np.flatnonzero(Z[n])
+            if S.size:
+                W[n, S] = rng.multivariate_normal(mean[n, S], cov[n][np.ix_(S, S)])
+        return W
+
     def transform(self, X):
         """Posterior probability that each row has each fitted feature.
+
+        With ``weights="gaussian"``: the posterior mean of each row's feature weights,
+        ``E[z_nk y_nk | x_n]`` (for binary weights the same formula gives the
+        probabilities), so that :meth:`inverse_transform` of it is the posterior mean
+        reconstruction of the row.
 
         The features are held at their posterior given the training data; a row's result
         depends on that row only. With at most 12 features the posterior is enumerated
@@ -661,11 +825,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Returns
         -------
         ndarray of shape (n_samples, n_components)
-            ``E[z_nk | x_n]``.
+            ``E[z_nk | x_n]`` (``E[z_nk y_nk | x_n]`` with ``weights="gaussian"``).
         """
         Xc, log_odds, rate = self._check_X(X)
         if self.n_components_ == 0:
             return np.zeros((Xc.shape[0], 0))
+        if self._weighted():
+            return self._expected_weights(Xc, log_odds)
         if self.n_components_ > MAX_EXACT_FEATURES:
             return self._mean_field(Xc, log_odds)
         patterns = self._all_patterns()
@@ -683,12 +849,14 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         ``Z A + mean`` for the real-valued likelihoods; for ``"bernoulli"`` the
         probability of a one, ``1 - epsilon lambda^(Z A)`` (probabilities ``Z`` are
-        plugged in).
+        plugged in). With ``weights="gaussian"``, ``X`` holds the weights ``Z * Y`` (as
+        :meth:`transform` returns them) and the result is ``(Z * Y) A + mean``.
 
         Parameters
         ----------
         X : array-like of shape (n_samples, n_components)
-            Feature assignments or their probabilities.
+            Feature assignments or their probabilities (the weights with
+            ``weights="gaussian"``).
 
         Returns
         -------
@@ -713,7 +881,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         that, the mean-field mode with every combination of flips of its 12 least certain
         features, a lower bound) and over up to 3 new features of the row. For the
         ``"exponential"`` and ``"bernoulli"`` likelihoods the features are the kept
-        sample's and the sum leaves new features out.
+        sample's and the sum leaves new features out; with ``weights="gaussian"`` the
+        weights are integrated out (``x_obs ~ N(0, s_x^2 I + A_z^T A_z)``), the features
+        are held at their mean and new features are left out.
 
         Parameters
         ----------
@@ -765,7 +935,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return float(np.mean(self.score_samples(X)))
 
     def sample(self, n_samples=1, random_state=None):
-        """Draw new rows from the fitted model (features held at their posterior mean).
+        """Draw new rows from the fitted model (features held at their posterior mean;
+        with ``weights="gaussian"`` each feature of a row gets a standard normal weight).
 
         Parameters
         ----------
@@ -788,8 +959,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         if self.likelihood == "bernoulli":
             p_one = self.inverse_transform(Z)
             return (rng.random(p_one.shape) < p_one).astype(np.float64), Z
+        design = Z
+        if self._weighted():
+            design = Z * rng.standard_normal(Z.shape)
         noise = self.sigma_x_ * rng.standard_normal((n_samples, self.components_.shape[1]))
-        return Z @ self.components_ + self.mean_ + noise, Z
+        return design @ self.components_ + self.mean_ + noise, Z
 
     @property
     def _n_features_out(self):

@@ -270,8 +270,11 @@ class IBPImputer(_BaseImputer):
                 return total / len(self._views)
             view = self._views[0]
             rng = np.random.default_rng(self._draw_seed)
-            probabilities = view.transform(X_model)
-            features = (rng.random(probabilities.shape) < probabilities).astype(float)
+            if isinstance(view, IBPFactorAnalysis) and view._weighted():
+                features = view._draw_weights(X_model, rng)  # real weights, not bits
+            else:
+                probabilities = view.transform(X_model)
+                features = (rng.random(probabilities.shape) < probabilities).astype(float)
             mean = view.inverse_transform(features)
             binary, scale = _noise(view)
             if binary:

@@ -16,6 +16,7 @@ from .linear_gaussian import (
 )
 from .noisy_or import BinaryDetection
 from .normal_wishart import NormalWishartBase
+from .real_weighted import RealWeightedGaussian
 
 __all__ = [
     "BinaryDetection",
@@ -25,6 +26,7 @@ __all__ = [
     "LeakyNoisyOr",
     "LinearGaussianFeatures",
     "NormalWishartBase",
+    "RealWeightedGaussian",
     "feature_posterior",
     "information_form",
     "log_marginal_likelihood",

@@ -150,3 +150,36 @@ class RealWeightedGaussian(LinearGaussianFeatures):
                     quad = sq - np.sum(u**2, axis=0)
                 out[rows, p] = -0.5 * (n_obs * _LOG_2PI + log_det + quad)
         return out
+
+    def expected_weights(self, X, observed, patterns, probabilities, A, params) -> np.ndarray:
+        """``E[w_n | x_n,obs, A] = sum_z p(z | x_n) E[w_n | x_n, z, A]`` for every row: the
+        posterior mean of a row's weights, mixed over the binary ``patterns`` with the
+        row's pattern probabilities ``probabilities`` (n_rows, n_patterns), for example
+        the normalised exponentials of :meth:`pattern_log_likelihood` plus a prior.
+
+        Given a pattern selecting features ``S``, ``w_S | x ~ N(M^-1 h, M^-1)`` with
+        ``M = I + A_S A_S^T / sigma_x^2`` and ``h = A_S x / sigma_x^2`` over the observed
+        entries (the weights of the other features are 0). Shape (n_rows, n_features).
+        """
+        X, mask = _mask(X, observed)
+        patterns = np.asarray(patterns) != 0
+        probabilities = np.asarray(probabilities, dtype=np.float64)
+        A = np.asarray(A, dtype=np.float64)
+        var = float(params["sigma_x"]) ** 2
+        out = np.zeros((X.shape[0], patterns.shape[1]))
+        X0 = np.where(mask, X, 0.0)
+        groups, inverse = np.unique(mask, axis=0, return_inverse=True)
+        inverse = np.ravel(inverse)
+        for g in range(groups.shape[0]):
+            rows = np.flatnonzero(inverse == g)
+            cols = np.flatnonzero(groups[g])
+            Xg = X0[np.ix_(rows, cols)]
+            for p in range(patterns.shape[0]):
+                S = np.flatnonzero(patterns[p])
+                if S.size == 0:
+                    continue
+                As = A[np.ix_(S, cols)]
+                M = np.eye(S.size) + As @ As.T / var
+                means = np.linalg.solve(M, As @ Xg.T / var).T  # (rows, |S|)
+                out[np.ix_(rows, S)] += probabilities[rows, p][:, None] * means
+        return out

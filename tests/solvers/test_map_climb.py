@@ -158,8 +158,8 @@ def _single_moves_do_not_improve(solver, state, lik):
             best = max(value(Z_new, np.vstack([A, a])) for a in grid)
         else:
             bounds = [(0.0, None)] * D if lik.name == "exponential" else None
-            found = minimize(lambda a: -value(Z_new, np.vstack([A, a])), np.full(D, 0.1),
-                             bounds=bounds, method="L-BFGS-B")
+            found = minimize(lambda a, Z_new=Z_new: -value(Z_new, np.vstack([A, a])),
+                             np.full(D, 0.1), bounds=bounds, method="L-BFGS-B")
             best = -found.fun
         assert best <= current + tol, ("new feature", n)
     for k in range(K):
