@@ -29,6 +29,7 @@ from ._explicit_base import (
     new_explicit_state,
 )
 from ._truncated_gibbs_kernels import sample_sticks, sweep_truncated
+from .slice import initial_features
 
 __all__ = ["TruncatedGibbs", "truncation_error_bound"]
 
@@ -122,7 +123,8 @@ class TruncatedGibbs(ExplicitFeatureSolver):
     # -- state ---------------------------------------------------------------------------
     def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng
                    ) -> ExplicitFeatureState:
-        """A chain from ``Z`` (n_samples, K) and ``A`` (K, n_dims).
+        """A chain from ``Z`` (n_samples, K) and ``A`` (K, n_dims), or ``A=None`` to draw
+        it given ``Z``.
 
         The features some row has take the first sticks, most shared first; the other
         sticks carry unused features drawn from the prior. When ``Z`` has more than
@@ -136,8 +138,7 @@ class TruncatedGibbs(ExplicitFeatureSolver):
         K_max = int(self.n_features_max)
         X = np.ascontiguousarray(X, dtype=np.float64)
         N, D = X.shape
-        Z = np.asarray(Z).reshape(N, -1) != 0
-        A = np.asarray(A, dtype=np.float64).reshape(Z.shape[1], D)
+        Z, A = initial_features(X, observed, Z, A, params, likelihood, rng)
         counts = Z.sum(axis=0)
         live = np.flatnonzero(counts)
         live = live[np.argsort(-counts[live], kind="stable")][:K_max]

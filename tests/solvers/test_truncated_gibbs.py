@@ -214,3 +214,22 @@ def test_bad_parameters_refused():
 
 def test_truncation_bound():
     assert truncation_error_bound(5, 0.5, 10) == pytest.approx(5 * 0.5 / 3**10)
+
+
+def test_initialize_draws_A_given_Z_when_A_is_None():
+    """``A=None`` draws the features given ``Z`` (as every explicit solver does) instead
+    of failing on a reshape; bad shapes get a clear error."""
+    from sklearn_ibp.likelihoods import LinearGaussianFeatures
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(10, 3))
+    observed = np.ones(X.shape, np.uint8)
+    Z = np.zeros((10, 3), np.int8)
+    Z[:6, 0] = Z[4:, 2] = 1  # column 1 empty: dropped
+    lik, params = LinearGaussianFeatures(), {"sigma_x": 1.0, "sigma_a": 1.0}
+    state = TruncatedGibbs(n_features_max=5).initialize(X, observed, Z, None, 1.0, params,
+                                                        lik, rng)
+    assert state.n_features == 2
+    assert np.all(np.isfinite(state.active_A)) and state.active_A.shape == (2, 3)
+    with pytest.raises(ValueError, match=r"A must have shape \(3, 3\)"):
+        TruncatedGibbs().initialize(X, observed, Z, np.zeros((2, 3)), 1.0, params, lik, rng)
