@@ -13,8 +13,8 @@ covers is on with probability ``1 - epsilon`` (Doshi-Velez 2009, appendix A).
 
 Neither likelihood lets the features be integrated out, so the collapsed and accelerated
 samplers cannot serve them. The samplers that keep the features explicit can; here we use
-the semi-ordered slice sampler (Görür 2007, sec. 4.2.6), which mixes about as fast as the
-collapsed Gibbs sampler.
+the semi-ordered slice sampler (Görür 2007, sec. 4.2.6), exact and without truncation;
+see "Choosing a solver" in the user guide for the others and how fast each mixes.
 """
 
 import os
