@@ -4,7 +4,9 @@ sec. 4.2.6, Algorithm 16).
 The stick draws and the row update are those of Algorithm 15 (:mod:`._slice_kernels`);
 this module holds the two changes of representation around them: to the stick-breaking
 representation (active sticks drawn afresh from their posterior, eq. 4.56, one slice for
-the sweep, empty sticks from eq. 4.57) and back (empty features dropped).
+the sweep, empty sticks from eq. 4.57) and back (empty features dropped), and the
+per-row birth and death of the unique features that follows the slice updates
+(:func:`unique_feature_rows`, Algorithm 13's move, reused from :mod:`._metropolis_kernels`).
 
 The ``*_weighted`` kernels are the same sweep for the real-weighted model of seed 002
 sec. 4.4 (eq. 4.62): the weights ``W = Z ⊙ Y`` travel with ``Z`` through the sort and the
@@ -20,13 +22,18 @@ import math
 import numpy as np
 from numba import njit
 
-from ..likelihoods._observation_kernels import PRIOR_GAUSSIAN, draw_prior_feature
+from ..likelihoods._observation_kernels import (
+    PRIOR_GAUSSIAN,
+    draw_prior_feature,
+    row_log_likelihood,
+)
 from ..likelihoods._real_weighted_kernels import (
     draw_new_feature_values,
     integrated_weight_terms,
     new_feature_log_ratio,
 )
-from ._shared_kernels import draw_binary
+from ._metropolis_kernels import compact_features, unique_features_move
+from ._shared_kernels import draw_binary, random_order
 from ._slice_kernels import draw_level, extend_sticks, update_row_features
 
 
@@ -121,6 +128,40 @@ def update_rows_and_drop_empty(X, observed, Z, A, pred, counts, sticks, n_featur
             A[k, d] = 0.0
         counts[k] = 0
     return K
+
+
+@njit(cache=True)
+def unique_feature_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind,
+                        noise, prior_kind, prior, rate, k_max, proposal, rng):
+    """Births and deaths of the rows' unique features in the IBP representation: for
+    rows ``row_order[start:]`` (a fresh random order when ``start == 0``), the
+    Metropolis-Hastings move of Algorithm 13 that replaces the row's unique features by
+    ``K_new ~ Poisson(rate)`` new ones (:func:`._metropolis_kernels.unique_features_move`,
+    ``rate = alpha / N``). ``pred`` must be ``Z A`` and ``counts`` the feature counts.
+
+    Returns ``(K, next)`` as :func:`._metropolis_kernels.metropolis_rows`: the used slots
+    and the position to resume from (``len(row_order)`` when done, dead slots then
+    compacted away; earlier when the next row could need more than the free slots).
+    """
+    D = X.shape[1]
+    cap = Z.shape[1]
+    own = np.empty(cap, dtype=np.int64)
+    order = np.empty(cap, dtype=np.int64)
+    rows = np.zeros(1, dtype=np.int64)
+    children = np.ones(1, dtype=np.int64)
+    base = np.empty((1, D))
+    if start == 0:
+        random_order(row_order.shape[0], row_order, rng)
+    for step in range(start, row_order.shape[0]):
+        if K + k_max > cap:
+            return K, step
+        n = row_order[step]
+        log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+        K, log_lik = unique_features_move(
+            n, X, observed, Z, A, pred, counts, K, obs_kind, noise, prior_kind, prior,
+            rate, rate, k_max, proposal, log_lik, own, order, rows, children, base, rng,
+        )
+    return compact_features(Z, A, counts, K), row_order.shape[0]
 
 
 # -- the real-weighted model (seed 002 sec. 4.4, eq. 4.62) -----------------------------

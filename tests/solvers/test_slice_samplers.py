@@ -146,6 +146,17 @@ def test_histogram_matches_enumerated_posterior(solver_class, tiny_posterior):
     assert abs(freq - posterior[top]) < 0.05
 
 
+@pytest.mark.parametrize("unique_moves", [None, "prior"])
+def test_semi_ordered_variants_match_enumerated_posterior(unique_moves, tiny_posterior):
+    """Algorithm 16 alone (``unique_moves=None``) and with the prior-proposal birth and
+    death move of the unique features (the default, ``"data"``, is tested above)."""
+    X, posterior = tiny_posterior
+    keys = _chains_from_posterior(SemiOrderedSliceSampler(unique_moves=unique_moves), X,
+                                  posterior, seed=0)
+    stat, dof, p_value, counts, expected = chi_square_against(posterior, keys)
+    assert p_value > 1e-3, (stat, dof, counts, expected)
+
+
 # -- prior recovery (no data) ----------------------------------------------------------
 
 
@@ -317,4 +328,10 @@ def test_bad_parameters_refused(solver_class):
                                       GAUSSIAN, rng)
     with pytest.raises(ValueError, match="prior"):
         solver_class().sample_alpha(state, rng, prior=(0.0, 1.0))
-    assert solver_class().get_params() == {"capacity": 32}
+    expected = {"capacity": 32}
+    if solver_class is SemiOrderedSliceSampler:
+        expected["unique_moves"] = "data"
+        with pytest.raises(ValueError, match="unique_moves"):
+            solver_class(unique_moves="gibbs").initialize(
+                X, _observed(X), np.zeros((4, 0)), None, 1.0, PARAMS, GAUSSIAN, rng)
+    assert solver_class().get_params() == expected
