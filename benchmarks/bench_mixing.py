@@ -12,7 +12,10 @@ sampler's conditionals: from one seed the two chains are identical, see
 ``tests/solvers/test_equivalence.py``) at a fraction of the cost; ``"semi_collapsed"`` is
 the seed's "Gibbs sampling using conjugacy" (Algorithm 11: A explicit for the active
 features, new features with their values integrated out); ``"semi_ordered_slice"``
-(Algorithm 16) and ``"slice"`` (Algorithm 15) do not use conjugacy.
+(Algorithm 16 with the package's default per-row birth and death of unique features),
+``"algorithm_16"`` (Algorithm 16 alone, ``unique_moves=None``) and ``"slice"``
+(Algorithm 15) do not use conjugacy. Each chain's seconds per sweep are printed too, so
+the ratio of IATs can be read per unit of time. BLAS is limited to one thread.
 
 Usage: ``python benchmarks/bench_mixing.py [--sweeps 15000] [--datasets 1]
 [--sigma-a2 1 4] [--quick]``.
@@ -24,6 +27,7 @@ import argparse
 import time
 
 import numpy as np
+from threadpoolctl import threadpool_limits
 
 from sklearn_ibp.diagnostics import effective_sample_size
 from sklearn_ibp.likelihoods import LinearGaussianFeatures
@@ -60,10 +64,10 @@ def trace_conjugate(cls, X, alpha, sigma_a, n_sweeps, rng):
     return K
 
 
-def trace_explicit(cls, X, alpha, sigma_a, n_sweeps, rng):
+def trace_explicit(solver, X, alpha, sigma_a, n_sweeps, rng):
     """K after every sweep of an explicit-feature solver (started from a prior draw of Z,
     A drawn given it), alpha from the solver's own conditional."""
-    solver, lik = cls(), LinearGaussianFeatures()
+    lik = LinearGaussianFeatures()
     params = {"sigma_x": 1.0, "sigma_a": sigma_a}
     observed = np.ones(X.shape, np.uint8)
     Z0 = sample_ibp(X.shape[0], alpha, 1.0, rng).astype(np.int8)
@@ -81,8 +85,10 @@ def trace_explicit(cls, X, alpha, sigma_a, n_sweeps, rng):
 SAMPLERS = {
     "accelerated": lambda *a: trace_conjugate(AcceleratedGibbs, *a),
     "semi_collapsed": lambda *a: trace_conjugate(SemiCollapsedGibbs, *a),
-    "semi_ordered_slice": lambda *a: trace_explicit(SemiOrderedSliceSampler, *a),
-    "slice": lambda *a: trace_explicit(SliceSampler, *a),
+    "semi_ordered_slice": lambda *a: trace_explicit(SemiOrderedSliceSampler(), *a),
+    "algorithm_16": lambda *a: trace_explicit(SemiOrderedSliceSampler(unique_moves=None),
+                                              *a),
+    "slice": lambda *a: trace_explicit(SliceSampler(), *a),
 }
 
 
@@ -106,6 +112,7 @@ def main():
     header = f"{'s_A^2':>5} {'D':>2} {'alpha':>5} " + " ".join(f"{n:>20}" for n in names)
     print(header)
     totals = {n: [] for n in names}
+    seconds = {n: [] for n in names}
     for sigma_a2 in args.sigma_a2:
         for n_dims in (1, 2, 3):
             for alpha in (1.0, 2.0):
@@ -115,8 +122,11 @@ def main():
                     for j, name in enumerate(names):
                         rng = np.random.default_rng(10 * d + j)
                         start = time.perf_counter()
-                        K = SAMPLERS[name](X, alpha, np.sqrt(sigma_a2), n_sweeps, rng)
-                        row[name].append((iat(K, burn_in), time.perf_counter() - start))
+                        with threadpool_limits(limits=1, user_api="blas"):
+                            K = SAMPLERS[name](X, alpha, np.sqrt(sigma_a2), n_sweeps, rng)
+                        elapsed = time.perf_counter() - start
+                        row[name].append((iat(K, burn_in), elapsed))
+                        seconds[name].append(elapsed / n_sweeps)
                 ref = np.mean([v[0] for v in row["accelerated"]])
                 cells = []
                 for name in names:
@@ -127,6 +137,8 @@ def main():
                       + " ".join(f"{c:>20}" for c in cells), flush=True)
     print("geometric mean of the ratio to accelerated: "
           + ", ".join(f"{n} {np.exp(np.mean(np.log(totals[n]))):.2f}" for n in names))
+    print("median seconds per sweep: "
+          + ", ".join(f"{n} {1e3 * np.median(seconds[n]):.2f} ms" for n in names))
 
 
 if __name__ == "__main__":
