@@ -21,10 +21,14 @@ from .ibp import (
     existing_feature_log_odds,
     expected_n_features,
     ibp_log_prob,
+    ibp_truncation_bound,
+    ibp_truncation_bound_heuristic,
+    ibp_truncation_bound_log,
     left_order,
     new_feature_rate,
     sample_alpha_posterior,
     sample_ibp,
+    smallest_truncation,
 )
 
 __all__ = [
@@ -51,4 +55,8 @@ __all__ = [
     "new_feature_rate",
     "sample_alpha_posterior",
     "sample_ibp",
+    "ibp_truncation_bound",
+    "ibp_truncation_bound_heuristic",
+    "ibp_truncation_bound_log",
+    "smallest_truncation",
 ]
