@@ -27,6 +27,7 @@ from .slice import SliceSampler
 from .tempering import ParallelTempering
 from .truncated_gibbs import TruncatedGibbs
 from .uncollapsed import UncollapsedGibbs
+from .variational import FiniteVariationalIBP, VariationalIBP
 
 #: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
 SOLVERS = {
@@ -96,4 +97,6 @@ __all__ = [
     "HierarchyState",
     "SemiCollapsedGibbs",
     "UncollapsedGibbs",
+    "FiniteVariationalIBP",
+    "VariationalIBP",
 ]
