@@ -7,7 +7,12 @@ from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.estimators.factor_analysis import _serves
-from sklearn_ibp.solvers import EXPLICIT_SOLVERS, SOLVERS, AcceleratedGibbs
+from sklearn_ibp.solvers import (
+    EXPLICIT_SOLVERS,
+    SOLVERS,
+    VARIATIONAL_SOLVERS,
+    AcceleratedGibbs,
+)
 
 # A small n_iter keeps the checks fast; the estimator's defaults are untouched.
 SMALL = dict(n_iter=5, burn_in=2, random_state=0)
@@ -21,6 +26,8 @@ ESTIMATORS = (
         for likelihood in ("gaussian", "exponential")
         if _serves(EXPLICIT_SOLVERS[name], likelihood)
     ]
+    # Mean-field variational inference (seed 000 ch. 6).
+    + [IBPFactorAnalysis(solver=name, random_state=0) for name in VARIATIONAL_SOLVERS]
     # The real-weighted model (seed 002 sec. 4.4): only the semi-ordered slice sampler.
     + [
         IBPFactorAnalysis(solver=name, weights="gaussian", **SMALL)

@@ -15,7 +15,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler
+from ..base import BaseIBPSampler, _chain_seeds
 from ..likelihoods import (
     ExponentialGaussian,
     LeakyNoisyOr,
@@ -24,7 +24,7 @@ from ..likelihoods import (
 )
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, SOLVERS
+from ..solvers import EXPLICIT_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
 from ..solvers.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
@@ -40,6 +40,8 @@ SOLVER_METHODS = (
 #: The methods of a solver that keeps the features explicit (see
 #: :class:`sklearn_ibp.solvers.ExplicitFeatureSolver`).
 EXPLICIT_SOLVER_METHODS = ("initialize", "sweep", "sample_alpha", "log_joint")
+#: The methods of a variational solver (see :class:`sklearn_ibp.solvers.VariationalIBP`).
+VARIATIONAL_SOLVER_METHODS = ("fit", "e_step", "elbo")
 #: The observation models of ``likelihood=...`` as the explicit-feature solvers see them.
 LIKELIHOODS = {
     "gaussian": LinearGaussianFeatures,
@@ -47,12 +49,17 @@ LIKELIHOODS = {
     "bernoulli": LeakyNoisyOr,
 }
 #: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
-ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS}
+ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS}
 
 
 def _is_explicit(solver) -> bool:
     """Whether ``solver`` keeps ``A`` explicit (the interface of ``ExplicitFeatureSolver``)."""
     return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
+
+
+def _is_variational(solver) -> bool:
+    """Whether ``solver`` is a variational one (the interface of ``VariationalIBP``)."""
+    return all(callable(getattr(solver, m, None)) for m in VARIATIONAL_SOLVER_METHODS)
 
 
 def _likelihood_class(likelihood: str, weights: str = "binary"):
@@ -126,9 +133,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ``"collapsed"``, ``"uncollapsed"``, ``"semi_collapsed"`` (linear-Gaussian only)
         and ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
         ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map"`` (every
-        likelihood) and ``"tempering"`` (the real-valued ones); see
-        :doc:`/choosing_solver`. A solver that cannot serve ``likelihood`` (and
-        ``weights``) is refused with an error naming those that can.
+        likelihood) and ``"tempering"`` (the real-valued ones); ``"variational"`` and
+        ``"finite_variational"`` (mean-field variational inference, linear-Gaussian
+        only; see Notes); see :doc:`/choosing_solver`. A solver that cannot serve
+        ``likelihood`` (and ``weights``) is refused with an error naming those that can.
     n_iter : int, default=100
         Sweeps per chain.
     burn_in : int or None, default=None
@@ -198,6 +206,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Sweeps completed by the first chain (fewer than ``n_iter`` if interrupted).
     interrupted_ : bool
         Whether the last fit was stopped by ``KeyboardInterrupt``.
+    elbo_, elbo_trace_, elbo_time_ : float, ndarray, ndarray
+        Variational solvers only: the final evidence lower bound, its value after every
+        iteration of the kept restart, and the seconds from that restart's start to the
+        end of every iteration.
+    converged_ : bool
+        Variational solvers only: whether the relative change of the ELBO fell below the
+        solver's ``tol``.
+    feature_probabilities_ : ndarray of shape (n_samples, n_components)
+        Variational solvers only: ``q(z_nk = 1)`` of the training rows (``Z_`` is it
+        rounded).
     n_features_in_ : int
         Number of columns seen in ``fit``.
     feature_names_in_ : ndarray of str
@@ -217,6 +235,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     The log joint of the explicit-feature solvers is ``log p(X, Z, A)``; that of the
     collapsed ones is ``log p(X, Z)``: traces are comparable between solvers of one kind.
+
+    The variational solvers (Doshi-Velez 2009, ch. 6) replace sampling by coordinate
+    ascent of an evidence lower bound: ``n_iter``, ``burn_in``, ``thin``, ``n_chains``,
+    ``n_jobs`` and ``warm_start`` do not apply (restarts, tolerance and truncation are
+    the solver's parameters, e.g. ``VariationalIBP(n_init=10, max_features=20)``);
+    ``sample_hyperparameters=True`` lets the solver set ``alpha``, ``sigma_x`` and
+    ``sigma_a`` to their ELBO-maximising values. They model the data as given, not
+    centred, with the features of the ``max_features`` truncation that some row uses
+    (``sum_n q(z_nk = 1) >= 0.5``); ``transform`` is the variational E-step of the new
+    rows with the features held fixed, and ``traces_["log_joint"]`` is the ELBO.
 
     Examples
     --------
@@ -247,6 +275,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             StrOptions(set(ALL_SOLVERS)),
             HasMethods(list(SOLVER_METHODS)),
             HasMethods(list(EXPLICIT_SOLVER_METHODS)),
+            HasMethods(list(VARIATIONAL_SOLVER_METHODS)),
         ],
     }
 
@@ -314,12 +343,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"solver={name!r} cannot serve likelihood={self.likelihood!r}"
                 f"{with_weights}; solvers that can: {servers}."
             )
-        if _is_explicit(solver) and self.beta != 1.0:
-            servers = sorted(n for n, cls in ALL_SOLVERS.items() if not _is_explicit(cls))
+        if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
+            servers = sorted(n for n, cls in ALL_SOLVERS.items()
+                             if not (_is_explicit(cls) or _is_variational(cls)))
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
-                f"that integrate A out, {servers}; solver={name!r} keeps A explicit and "
-                "needs beta=1."
+                f"that integrate A out, {servers}; solver={name!r} needs beta=1."
             )
         if self.likelihood == "bernoulli" and (self.sigma_x is not None
                                                or self.sigma_a is not None):
@@ -364,7 +393,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         solver = self._solver if continuing else self._resolve_solver()
         if continuing:
             mean = self.mean_
-        elif self.likelihood == "gaussian":
+        elif self.likelihood == "gaussian" and not _is_variational(solver):
             mean = np.nanmean(X, axis=0)
         else:
             mean = np.zeros(X.shape[1])
@@ -378,6 +407,17 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         def init_Z(rng):
             return sample_ibp(N, alpha0, beta0, rng)
 
+        self._variational = None
+        if _is_variational(solver):
+            if self.sigma_x is None:
+                # Coordinate ascent from a noise level as large as the data's loses every
+                # feature at once: start from the fixed-noise default (sec. 4.4).
+                hyper["sigma_x"] = 0.25 * float(np.nanstd(Xc)) or 0.25
+            self._fit_variational(solver, X_start, ~missing, hyper)
+            self._solver = solver
+            self.mean_ = mean
+            self._set_posterior(Xc)
+            return self
         if _is_explicit(solver):
             lik = _likelihood_class(self.likelihood, self._weights)()
             observed = (~missing).astype(np.uint8)
@@ -512,7 +552,67 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             sample["W"] = active_weights(state).copy()
         return sample
 
+    # -- variational inference -------------------------------------------------------------
+    def _fit_variational(self, solver, X, observed, hyper):
+        """Coordinate ascent of the variational solver (``n_init`` restarts on the
+        solver); the fitted record in the sampler's attributes: one sample (the
+        variational posterior), traces of the ELBO (as ``log_joint``) and the
+        hyperparameters per iteration."""
+        if not self.sample_hyperparameters and getattr(solver, "update_hyperparameters",
+                                                       False):
+            solver.set_params(update_hyperparameters=False)
+        rng = np.random.default_rng(_chain_seeds(self.random_state, 1)[0])
+        state = solver.fit(X, observed.astype(np.float64), hyper["alpha"],
+                           hyper["sigma_x"], hyper["sigma_a"], rng)
+        self._variational = state
+        hyper_trace = np.asarray(state.hyper_trace, dtype=float).reshape(-1, 3)
+        kept = self._variational_features()
+        self.traces_ = {
+            "log_joint": np.asarray(state.elbo_trace)[None, :],
+            "n_features": np.full((1, state.n_iter), float(kept.size)),
+            "alpha": hyper_trace[None, :, 0],
+            "sigma_x": hyper_trace[None, :, 1],
+            "sigma_a": hyper_trace[None, :, 2],
+        }
+        self._trace_burn_in = 0
+        self.samples_ = [{
+            "Z": (state.nu[:, kept] > 0.5).astype(np.int8),
+            "alpha": state.alpha, "sigma_x": state.sigma_x, "sigma_a": state.sigma_a,
+            "log_joint": float(state.elbo), "chain": 0,
+        }]
+        self.elbo_ = float(state.elbo)
+        self.elbo_trace_ = np.asarray(state.elbo_trace)
+        self.elbo_time_ = np.asarray(state.time_trace)
+        self.n_iter_ = int(state.n_iter)
+        self.converged_ = bool(state.converged)
+        self.interrupted_ = False
+        self._chains = []
+
+    def _variational_features(self):
+        """The features of the truncation that some row uses: ``sum_n nu_nk >= 0.5``."""
+        return np.flatnonzero(self._variational.nu.sum(axis=0) >= 0.5)
+
+    def _set_variational_posterior(self):
+        state = self._variational
+        kept = self._variational_features()
+        self.Z_ = (state.nu[:, kept] > 0.5).astype(np.int8)
+        self.feature_probabilities_ = state.nu[:, kept].copy()
+        self.alpha_ = float(state.alpha)
+        self.sigma_x_ = float(state.sigma_x)
+        self.sigma_a_ = float(state.sigma_a)
+        self.likelihood_params_ = {"sigma_x": self.sigma_x_, "sigma_a": self.sigma_a_}
+        self.n_components_ = int(kept.size)
+        self.feature_counts_ = self.Z_.sum(axis=0).astype(np.int64)
+        self._n_train = int(state.nu.shape[0])
+        self.components_ = state.phi_mean[kept].copy()
+        # q(a_kd) is independent across features: the covariance of a column of A is
+        # diagonal, its variances averaged over the columns.
+        self._feature_cov = np.diag(state.phi_var[kept].mean(axis=1)) if kept.size \
+            else np.zeros((0, 0))
+
     def _set_posterior(self, Xc):
+        if getattr(self, "_variational", None) is not None:
+            return self._set_variational_posterior()
         best = self._best_sample()
         self.Z_ = best["Z"].astype(np.int8)
         self.alpha_ = best["alpha"]
@@ -548,7 +648,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     # -- posterior over the features of new rows ----------------------------------------
     def _prior_log_odds(self):
-        """Log odds that a new row has each fitted feature (the ``N+1``-th customer)."""
+        """Log odds that a new row has each fitted feature (the ``N+1``-th customer; for a
+        variational fit, ``E_q[pi_k]``)."""
+        if getattr(self, "_variational", None) is not None:
+            p = self._solver.feature_probabilities(self._variational)
+            p = np.clip(p[self._variational_features()], 1e-12, 1.0 - 1e-12)
+            return np.log(p) - np.log1p(-p)
         m = self.feature_counts_.astype(float)
         return np.log(m) - np.log(self.beta + self._n_train - m)
 
@@ -830,6 +935,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Xc, log_odds, rate = self._check_X(X)
         if self.n_components_ == 0:
             return np.zeros((Xc.shape[0], 0))
+        if getattr(self, "_variational", None) is not None:
+            # The variational E-step with the features held fixed (seed 000 appendix B.2).
+            observed = ~np.isnan(Xc)
+            nu = self._solver.e_step(self._variational, np.where(observed, Xc, 0.0),
+                                     observed.astype(np.float64))
+            return nu[:, self._variational_features()]
         if self._weighted():
             return self._expected_weights(Xc, log_odds)
         if self.n_components_ > MAX_EXACT_FEATURES:

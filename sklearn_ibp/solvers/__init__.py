@@ -50,6 +50,12 @@ EXPLICIT_SOLVERS = {
     "map": MapClimb,
 }
 
+#: Mean-field variational inference for the linear-Gaussian model (seed 000 ch. 6).
+VARIATIONAL_SOLVERS = {
+    "variational": VariationalIBP,
+    "finite_variational": FiniteVariationalIBP,
+}
+
 #: Solver names accepted by ``DPMixture(solver=...)``.
 DP_SOLVERS = {
     "collapsed": CollapsedDPGibbs,
@@ -67,6 +73,7 @@ __all__ = [
     "DP_SOLVERS",
     "EXPLICIT_SOLVERS",
     "SOLVERS",
+    "VARIATIONAL_SOLVERS",
     "ApproximateGibbs",
     "ExplicitFeatureSolver",
     "ExplicitFeatureState",

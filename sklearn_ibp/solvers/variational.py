@@ -27,6 +27,7 @@ values when ``update_hyperparameters`` (an empirical-Bayes M-step, not a posteri
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from numbers import Integral, Real
 
@@ -54,7 +55,9 @@ class VariationalState:
 
     ``nu`` (N, K), ``phi_mean`` and ``phi_var`` (K, D), ``tau`` (K, 2); ``alpha``,
     ``sigma_x``, ``sigma_a``; ``elbo_trace`` the ELBO after every iteration,
-    ``n_iter`` and ``converged``.
+    ``hyper_trace`` the ``(alpha, sigma_x, sigma_a)`` after every iteration,
+    ``time_trace`` the seconds from the start of the restart to the end of every
+    iteration, ``n_iter`` and ``converged``.
     """
 
     nu: np.ndarray
@@ -65,6 +68,8 @@ class VariationalState:
     sigma_x: float
     sigma_a: float
     elbo_trace: list = field(default_factory=list)
+    hyper_trace: list = field(default_factory=list)
+    time_trace: list = field(default_factory=list)
     n_iter: int = 0
     converged: bool = False
 
@@ -172,7 +177,7 @@ class VariationalIBP:
         choice).
     max_iter : int, default=200
         Iterations at most per restart.
-    n_init : int, default=1
+    n_init : int, default=5
         Random restarts; the one with the highest ELBO is kept.
     update_hyperparameters : bool, default=True
         Set ``alpha``, ``sigma_x`` and ``sigma_a`` to their ELBO-maximising values every
@@ -181,6 +186,13 @@ class VariationalIBP:
         Tolerance of ``max_features="auto"``.
     taylor_terms : int, default=50
         Terms of the Taylor series summed exactly (``bound="taylor"``).
+    tempering_iter : int, default=0
+        Iterations over which ``sigma_x^2`` and ``sigma_a^2`` are tempered (sec. 6.5):
+        multiplied by a factor falling linearly from ``tempering_start`` to 1, which
+        smooths the bound early on. The ELBO rises monotonically from the end of the
+        tempering on; convergence is tested only after it.
+    tempering_start : float, default=10.0
+        The first iteration's factor.
     """
 
     name = "variational"
@@ -196,11 +208,13 @@ class VariationalIBP:
         "update_hyperparameters": ["boolean"],
         "truncation_tol": [Interval(Real, 0, 1, closed="neither")],
         "taylor_terms": [Interval(Integral, 1, None, closed="left")],
+        "tempering_iter": [Interval(Integral, 0, None, closed="left")],
+        "tempering_start": [Interval(Real, 1, None, closed="left")],
     }
 
     def __init__(self, max_features="auto", bound="multinomial", tol=1e-4, max_iter=200,
-                 n_init=1, update_hyperparameters=True, truncation_tol=1e-3,
-                 taylor_terms=50):
+                 n_init=5, update_hyperparameters=True, truncation_tol=1e-3,
+                 taylor_terms=50, tempering_iter=0, tempering_start=10.0):
         self.max_features = max_features
         self.bound = bound
         self.tol = tol
@@ -209,6 +223,8 @@ class VariationalIBP:
         self.update_hyperparameters = update_hyperparameters
         self.truncation_tol = truncation_tol
         self.taylor_terms = taylor_terms
+        self.tempering_iter = tempering_iter
+        self.tempering_start = tempering_start
 
     # scikit-learn's parameter protocol, so that a solver can be cloned and tuned.
     def get_params(self, deep=True):
@@ -329,24 +345,39 @@ class VariationalIBP:
                 best = state
         return best
 
+    def _temperature(self, it):
+        """The factor on ``sigma_x^2`` and ``sigma_a^2`` at iteration ``it``: from
+        ``tempering_start`` down to 1 linearly over the first ``tempering_iter``."""
+        T = int(self.tempering_iter)
+        if it >= T:
+            return 1.0
+        return 1.0 + (float(self.tempering_start) - 1.0) * (1.0 - it / T)
+
     def _run(self, state, X, observed):
+        start = time.perf_counter()
         Xo = np.where(observed > 0, X, 0.0)
         for it in range(int(self.max_iter)):
-            self.iterate(state, Xo, observed)
-            state.elbo_trace.append(self.elbo(state, Xo, observed))
+            temperature = self._temperature(it)
+            self.iterate(state, Xo, observed, temperature)
+            state.elbo_trace.append(self.elbo(state, Xo, observed, temperature))
+            state.hyper_trace.append((state.alpha, state.sigma_x, state.sigma_a))
+            state.time_trace.append(time.perf_counter() - start)
             state.n_iter = it + 1
-            if it and abs(state.elbo_trace[-1] - state.elbo_trace[-2]) <= \
+            if it > int(self.tempering_iter) and \
+                    abs(state.elbo_trace[-1] - state.elbo_trace[-2]) <= \
                     self.tol * abs(state.elbo_trace[-2]):
                 state.converged = True
                 break
 
-    def iterate(self, state, Xo, observed):
+    def iterate(self, state, Xo, observed, temperature=1.0):
         """One round of coordinate ascent: features, assignments, sticks, hyperparameters.
-        ``Xo`` is ``X`` with 0 where unobserved."""
+        ``Xo`` is ``X`` with 0 where unobserved; ``temperature`` multiplies ``sigma_x^2``
+        and ``sigma_a^2`` (the hyperparameters are updated only at temperature 1)."""
         N, D = Xo.shape
         K = state.nu.shape[1]
         nu, mean, var = state.nu, state.phi_mean, state.phi_var
-        sx2, sa2 = state.sigma_x**2, state.sigma_a**2
+        sx2 = temperature * state.sigma_x**2
+        sa2 = temperature * state.sigma_a**2
         resid = Xo - (nu @ mean) * observed  # observed part of x - sum_k nu_k phi_k
         # phi_k, Phi_k (appendix B.2): precision 1/sa2 + sum_n nu_nk o_nd / sx2.
         for k in range(K):
@@ -364,7 +395,7 @@ class VariationalIBP:
             resid -= np.outer(nu[:, k], mean[k]) * observed
         counts = nu.sum(axis=0)
         state.tau = self._update_sticks(state.tau, counts, N, state.alpha)
-        if self.update_hyperparameters:
+        if self.update_hyperparameters and temperature == 1.0:
             state.alpha = self._update_alpha(state.tau)
             state.sigma_a = float(np.sqrt(np.mean(var + mean**2)))
             sq = self._expected_squared_error(state, Xo, observed)
@@ -378,11 +409,13 @@ class VariationalIBP:
         extra = (nu @ (var + mean**2) - nu**2 @ mean**2) * observed
         return float(np.sum(resid**2) + np.sum(extra))
 
-    def elbo(self, state, Xo, observed) -> float:
-        """The lower bound of eqs. 6.1-6.3 (with the chosen bound of ``E[log(1 - pi)]``)."""
+    def elbo(self, state, Xo, observed, temperature=1.0) -> float:
+        """The lower bound of eqs. 6.1-6.3 (with the chosen bound of ``E[log(1 - pi)]``),
+        with ``sigma_x^2`` and ``sigma_a^2`` multiplied by ``temperature``."""
         nu, mean, var, tau = state.nu, state.phi_mean, state.phi_var, state.tau
         N = nu.shape[0]
-        sx2, sa2 = state.sigma_x**2, state.sigma_a**2
+        sx2 = temperature * state.sigma_x**2
+        sa2 = temperature * state.sigma_a**2
         counts = nu.sum(axis=0)
         value = self._stick_objective(tau, counts, N, state.alpha)  # sticks, z | v, H[q(v)]
         value += float(np.sum(-0.5 * np.log(2 * np.pi * sa2) - (var + mean**2) / (2 * sa2)))
@@ -394,6 +427,11 @@ class VariationalIBP:
             h = -(np.where(nu > 0, nu * np.log(nu), 0.0)
                   + np.where(nu < 1, (1 - nu) * np.log1p(-nu), 0.0))
         return value + float(np.sum(h))
+
+    def feature_probabilities(self, state) -> np.ndarray:
+        """``E_q[pi_k] = prod_{m<=k} tau_m1 / (tau_m1 + tau_m2)``: the probability that a
+        new row has feature ``k``."""
+        return np.cumprod(state.tau[:, 0] / state.tau.sum(axis=1))
 
     def e_step(self, state, X, observed, n_passes=50):
         """``nu`` of new rows with the features, sticks and hyperparameters held at
@@ -455,6 +493,10 @@ class FiniteVariationalIBP(VariationalIBP):
 
     def _initial_tau(self, K, alpha):
         return np.column_stack([np.full(K, alpha / K), np.ones(K)])
+
+    def feature_probabilities(self, state) -> np.ndarray:
+        """``E_q[pi_k] = tau_k1 / (tau_k1 + tau_k2)``."""
+        return state.tau[:, 0] / state.tau.sum(axis=1)
 
 
 def _beta_entropy(tau):

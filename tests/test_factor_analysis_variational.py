@@ -1,0 +1,89 @@
+"""IBPFactorAnalysis with the variational solvers (seed 000 ch. 6): the estimator's fitted
+record, transform by the variational E-step, held-out scores, missing entries, refusals.
+The solvers' own correctness is in tests/solvers/test_variational.py."""
+
+import numpy as np
+import pytest
+
+from sklearn_ibp import IBPFactorAnalysis
+from sklearn_ibp.datasets import make_block_images
+from sklearn_ibp.solvers import FiniteVariationalIBP, VariationalIBP
+
+
+@pytest.fixture(scope="module")
+def blocks():
+    X, _, A = make_block_images(n_samples=300, noise=0.5, random_state=0)
+    return X[:200], X[200:], A
+
+
+@pytest.mark.parametrize("solver", ["variational", "finite_variational"])
+def test_finds_the_shapes_and_scores_held_out_rows(blocks, solver):
+    """Scratch runs (random_state 0-2) with the defaults: finite_variational found every
+    shape (correlations 0.983-0.988) on each seed; variational on seeds 0 and 2
+    (0.94-0.99), while on seed 1 two shapes stayed at 0.74-0.77 (a local optimum its
+    five restarts did not leave). Held-out mean log density per row: finite -29.05,
+    variational -29.3 to -30.1, accelerated Gibbs (200 sweeps) -29.1 to -29.9."""
+    X, X_test, A = blocks
+    model = IBPFactorAnalysis(solver=solver, random_state=0).fit(X)
+    corr = np.abs(np.corrcoef(A, model.components_)[:4, 4:]).max(axis=1)
+    assert np.all(corr > 0.9), corr
+    assert model.converged_ and model.n_iter_ == model.elbo_trace_.size
+    assert model.elbo_ == model.elbo_trace_[-1]
+    assert np.all(np.diff(model.elbo_time_) > 0)
+    assert model.traces_["log_joint"].shape == (1, model.n_iter_)
+    assert np.all(model.mean_ == 0)  # the variational solvers model the data as given
+    score = model.score(X_test)
+    assert np.isfinite(score) and score > -31.0, score
+    T = model.transform(X_test)
+    assert T.shape == (X_test.shape[0], model.n_components_)
+    assert np.all((T >= 0) & (T <= 1))
+
+
+def test_elbo_rises_monotonically_after_tempering(blocks):
+    X, _, _ = blocks
+    solver = VariationalIBP(max_features=8, n_init=2, tempering_iter=10, tol=0.0,
+                            max_iter=40)
+    model = IBPFactorAnalysis(solver=solver, random_state=1).fit(X)
+    after = model.elbo_trace_[10:]
+    assert np.all(np.diff(after) / np.abs(after[:-1]) >= -1e-8)
+
+
+def test_transform_is_the_e_step_row_by_row_with_missing_entries(blocks):
+    X, X_test, _ = blocks
+    model = IBPFactorAnalysis(solver=FiniteVariationalIBP(max_features=6), random_state=0)
+    model.fit(X)
+    rows = X_test[:6].copy()
+    rows[1, :5] = np.nan
+    T = model.transform(rows)
+    np.testing.assert_array_equal(T[2:4], model.transform(rows[2:4]))
+    # Missing entries are left out of the E-step, not read as zeros.
+    filled = rows.copy()
+    filled[1, :5] = 0.0
+    assert not np.allclose(T[1], model.transform(filled)[1])
+    assert np.all(np.isfinite(model.score_samples(rows)))
+
+
+def test_fit_with_missing_entries_and_reproducibility(blocks):
+    X, _, _ = blocks
+    X = X[:80].copy()
+    X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
+    original = X.copy()
+    a = IBPFactorAnalysis(solver="variational", random_state=3).fit(X)
+    b = IBPFactorAnalysis(solver="variational", random_state=3).fit(X)
+    np.testing.assert_array_equal(X, original)
+    np.testing.assert_array_equal(a.components_, b.components_)
+    np.testing.assert_array_equal(a.elbo_trace_, b.elbo_trace_)
+    assert np.all(np.isfinite(a.components_))
+
+
+@pytest.mark.parametrize(
+    ("params", "match"),
+    [({"solver": "variational", "likelihood": "exponential"},
+      r"solver='variational' cannot serve likelihood='exponential'"),
+     ({"solver": "finite_variational", "beta": 2.0}, "beta=2.0"),
+     ({"solver": VariationalIBP(bound="foo")}, "bound")],
+)
+def test_refusals(blocks, params, match):
+    X, _, _ = blocks
+    with pytest.raises(ValueError, match=match):
+        IBPFactorAnalysis(**params).fit(X[:20])
