@@ -37,6 +37,7 @@ from scipy.special import betaln, digamma, expit, gammaln, logsumexp, zeta
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ..priors.ibp import smallest_truncation
+from ._variational_kernels import update_assignments, update_features
 
 __all__ = [
     "FiniteVariationalIBP",
@@ -328,8 +329,8 @@ class VariationalIBP:
         """Coordinate ascent from ``n_init`` random starts; the state with the highest
         ELBO. ``X`` (N, D) with any finite value where ``observed`` is 0."""
         self._validate_params()
-        X = np.asarray(X, dtype=np.float64)
-        observed = np.asarray(observed, dtype=np.float64)
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        observed = np.ascontiguousarray(observed, dtype=np.float64)
         N = X.shape[0]
         K = self._truncation(N, float(alpha))
         best = None
@@ -374,25 +375,16 @@ class VariationalIBP:
         ``Xo`` is ``X`` with 0 where unobserved; ``temperature`` multiplies ``sigma_x^2``
         and ``sigma_a^2`` (the hyperparameters are updated only at temperature 1)."""
         N, D = Xo.shape
-        K = state.nu.shape[1]
         nu, mean, var = state.nu, state.phi_mean, state.phi_var
         sx2 = temperature * state.sigma_x**2
         sa2 = temperature * state.sigma_a**2
         resid = Xo - (nu @ mean) * observed  # observed part of x - sum_k nu_k phi_k
-        # phi_k, Phi_k (appendix B.2): precision 1/sa2 + sum_n nu_nk o_nd / sx2.
-        for k in range(K):
-            resid += np.outer(nu[:, k], mean[k]) * observed
-            precision = 1.0 / sa2 + (nu[:, k] @ observed) / sx2
-            var[k] = 1.0 / precision
-            mean[k] = (nu[:, k] @ resid) / sx2 * var[k]
-            resid -= np.outer(nu[:, k], mean[k]) * observed
-        # nu_{:,k} (appendix B.2), all rows at once.
+        # phi_k, Phi_k, then nu_{:,k}, feature by feature (appendix B.2).
+        work = np.empty((2, D))
+        update_features(resid, observed, nu, mean, var, sx2, sa2, work[0], work[1])
         e_log_pi, e_log_off = self._stick_terms(state.tau, state.alpha)
-        for k in range(K):
-            resid += np.outer(nu[:, k], mean[k]) * observed
-            gain = (resid @ mean[k] - 0.5 * observed @ (var[k] + mean[k] ** 2)) / sx2
-            nu[:, k] = expit(e_log_pi[k] - e_log_off[k] + gain)
-            resid -= np.outer(nu[:, k], mean[k]) * observed
+        update_assignments(resid, observed, nu, mean, var, sx2,
+                           np.ascontiguousarray(e_log_pi - e_log_off))
         counts = nu.sum(axis=0)
         state.tau = self._update_sticks(state.tau, counts, N, state.alpha)
         if self.update_hyperparameters and temperature == 1.0:
