@@ -50,6 +50,9 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
     a bound on the total variation distance between the two priors of ``[Z]`` (the
     analogue for the IBP of the Ishwaran-James bound for the truncated DP, seed 002 sec.
     4.2.4). It shrinks geometrically: each stick more divides it by ``1 + 1/alpha``.
+    :func:`sklearn_ibp.priors.ibp.ibp_truncation_bound` (seed 000 eq. 6.9) is
+    ``1 - exp(-x)`` of the same ``x``, below 1 and tighter; this union bound is kept
+    because the solver's docstring and its tests state figures in it.
 
     Parameters
     ----------
