@@ -22,6 +22,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..priors.ibp import _check_truncation_args, _truncation_rate
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -50,8 +51,9 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
     a bound on the total variation distance between the two priors of ``[Z]`` (the
     analogue for the IBP of the Ishwaran-James bound for the truncated DP, seed 002 sec.
     4.2.4). It shrinks geometrically: each stick more divides it by ``1 + 1/alpha``.
-    :func:`sklearn_ibp.priors.ibp.ibp_truncation_bound` (seed 000 eq. 6.9) is
-    ``1 - exp(-x)`` of the same ``x``, below 1 and tighter; this union bound is kept
+    It is the exponent of :func:`sklearn_ibp.priors.ibp.ibp_truncation_bound` (seed 000
+    eq. 6.9), which is ``1 - exp(-x)`` of the same ``x``, below 1 and tighter, and both
+    come from one computation in :mod:`sklearn_ibp.priors.ibp`. This union bound is kept
     because the solver's docstring and its tests state figures in it.
 
     Parameters
@@ -68,7 +70,9 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
     float
         ``N alpha (alpha / (1 + alpha))^K*``.
     """
-    return float(n_samples * alpha * (alpha / (1.0 + alpha)) ** n_features_max)
+    N, alpha, K = _check_truncation_args(n_samples, alpha, n_features_max,
+                                      "n_features_max")
+    return float(_truncation_rate(N, alpha, K))
 
 
 class TruncatedGibbs(ExplicitFeatureSolver):

@@ -90,73 +90,177 @@ def test_alpha_posterior_moments():
 
 # -- truncation bounds (seed 000 sec. 6.4) ------------------------------------------------
 
+TRUNCATION_N, TRUNCATION_ALPHA = 30, 5.0  # the setting of the seed's Fig. 6.1
+
 
 @pytest.fixture(scope="module")
 def truncation_monte_carlo():
     """Monte Carlo estimate of ``P(some z_nk = 1 with k > K)`` for N = 30, alpha = 5, K =
     0..40 (the setting of the seed's Fig. 6.1): sticks ``pi_k = prod_{j<=k} v_j``,
     ``v_j ~ Beta(alpha, 1)``, 400 of them (``E[pi_400] = (5/6)^400 ~ 1e-32``), and
-    ``P(no row has a feature beyond K | pi) = prod_{k>K} (1 - pi_k)^N``."""
-    N, alpha, draws = 30, 5.0, 20000
+    ``P(no row has a feature beyond K | pi) = prod_{k>K} (1 - pi_k)^N``; with its
+    standard error."""
+    N, alpha, draws = TRUNCATION_N, TRUNCATION_ALPHA, 20000
     rng = np.random.default_rng(0)
     log_pi = np.cumsum(np.log(rng.beta(alpha, 1.0, size=(draws, 400))), axis=1)
     log_keep = np.log1p(-np.exp(log_pi))
     # beyond[:, K] = sum over the features K+1, K+2, ... (0-based columns K, K+1, ...)
     beyond = np.cumsum(log_keep[:, ::-1], axis=1)[:, ::-1]
     none_beyond = np.exp(N * beyond[:, :41])
-    return N, alpha, 1.0 - none_beyond.mean(axis=0), none_beyond.std(axis=0) / np.sqrt(draws)
+    return 1.0 - none_beyond.mean(axis=0), none_beyond.std(axis=0) / np.sqrt(draws)
+
+
+def truncation_probability_quadrature(N, alpha, K):
+    """``P(some z_nk = 1 with k > K)`` by one-dimensional quadrature, independent of the
+    Monte Carlo: given ``pi_K`` the later sticks are a Poisson process of rate ``alpha /
+    x`` on ``[0, pi_K]`` (sec. 6.4.2), so ``P(none beyond K | pi_K) = exp(-alpha
+    sum_{j=1}^N (1 - (1 - pi_K)^j) / j)``, and ``-log pi_K ~ Gamma(K, 1 / alpha)``."""
+    from scipy import integrate, stats
+
+    j = np.arange(1, N + 1)
+    if K == 0:
+        return 1.0 - np.exp(-alpha * np.sum(1.0 / j))
+
+    def integrand(t):
+        rate = np.sum(-np.expm1(j * np.log1p(-np.exp(-t))) / j) if t > 0 else np.sum(1 / j)
+        return np.exp(-alpha * rate) * stats.gamma.pdf(t, K, scale=1.0 / alpha)
+
+    return 1.0 - integrate.quad(integrand, 0.0, np.inf, limit=200, epsabs=1e-12)[0]
+
+
+def test_truncation_monte_carlo_matches_quadrature(truncation_monte_carlo):
+    """The Monte Carlo reference the bounds are tested against is itself right: within 4
+    standard errors of the quadrature at K = 5, 10, ..., 40."""
+    mc, se = truncation_monte_carlo
+    for K in range(5, 41, 5):
+        exact = truncation_probability_quadrature(TRUNCATION_N, TRUNCATION_ALPHA, K)
+        assert abs(mc[K] - exact) <= 4 * se[K] + 1e-9, K
 
 
 def test_truncation_bounds_hold_against_monte_carlo(truncation_monte_carlo):
-    """Eq. 6.9 and the log bound are at least the probability they bound, for every K
-    from 1 to 40; they decrease geometrically in K. Measured: at K = 20, 30, 40 the
-    Monte Carlo values are 0.844, 0.368, 0.088 and eq. 6.9 gives 0.980, 0.468, 0.097."""
-    N, alpha, mc, se = truncation_monte_carlo
+    """Eq. 6.9 and the log bound are at least the probability they bound (which is at
+    least a quarter of the L1 distance, eq. 6.8), for every K from 1 to 40; they
+    decrease in K. Measured: at K = 20, 30, 40 the Monte Carlo values are 0.842, 0.370,
+    0.088 and eq. 6.9 gives 0.980, 0.468, 0.097."""
+    N, alpha = TRUNCATION_N, TRUNCATION_ALPHA
+    mc, se = truncation_monte_carlo
     K = np.arange(1, 41)
-    for bound in (ibp_truncation_bound(N, alpha, K), ibp_truncation_bound_log(N, alpha, K)):
+    lk, log = ibp_truncation_bound(N, alpha, K), ibp_truncation_bound_log(N, alpha, K)
+    for bound in (lk, log):
+        assert bound.shape == K.shape
         assert np.all(bound >= mc[1:] - 4 * se[1:] - 1e-12)
         assert np.all(np.diff(bound) <= 0)
     # Not loose by much where it matters: within 0.02 of the estimate once below 0.1.
-    tail = K >= 40
-    assert np.all(ibp_truncation_bound(N, alpha, K)[tail] - mc[1:][tail] < 0.02)
-    # The log bound of sec. 6.4.1 and eq. 6.9 agree to a few per cent.
-    np.testing.assert_allclose(ibp_truncation_bound_log(N, alpha, K[19:]),
-                               ibp_truncation_bound(N, alpha, K[19:]), rtol=0.05)
+    assert lk[-1] - mc[40] < 0.02
+    # The log bound: never below eq. 6.9 (its r = 1 term is eq. 6.9's exponent), never
+    # above the seed's formal 1 - exp(-2 N alpha rho^K), within 1% of eq. 6.9 from K = 20.
+    rho = alpha / (1 + alpha)
+    assert np.all(log >= lk)
+    assert np.all(log <= -np.expm1(-2 * N * alpha * rho**K))
+    np.testing.assert_allclose(log[19:], lk[19:], rtol=0.01)
 
 
-def test_truncation_heuristic_underestimates_at_large_alpha(truncation_monte_carlo):
-    """The seed's zeta heuristic (sec. 6.4.1) is an approximation, not a bound: at N = 30,
-    alpha = 5 it is far below the Monte Carlo probability (measured 0.13 against 0.84 at
-    K = 20), which is why the solvers choose truncations from eq. 6.9."""
-    N, alpha, mc, _ = truncation_monte_carlo
-    heuristic = ibp_truncation_bound_heuristic(N, alpha, np.arange(20, 41, 10))
-    assert np.all(heuristic < 0.5 * mc[20::10])
+def test_truncation_heuristic_is_far_below_the_truth_at_alpha_5(truncation_monte_carlo):
+    """The seed calls its zeta heuristic (sec. 6.4.1) "very close to the true value";
+    measured at N = 30, alpha = 5 it is far below it from K = 5 on, and the ratio to
+    the Monte Carlo value falls with K: 0.97 at K = 5, 0.63 at 10, 0.15 at 20, 0.057 at
+    30, 0.039 at 40. Not a bound, so the solvers choose truncations from eq. 6.9."""
+    N, alpha = TRUNCATION_N, TRUNCATION_ALPHA
+    mc, se = truncation_monte_carlo
+    K = np.arange(5, 41)
+    heuristic = ibp_truncation_bound_heuristic(N, alpha, K)
     assert np.all(np.diff(heuristic) < 0)
+    assert np.all(heuristic < mc[5:] - 4 * se[5:])
+    ratio = heuristic / mc[5:]
+    assert np.all(np.diff(ratio) < 0)
+    np.testing.assert_allclose(ratio[[0, 5, 15, 25, 35]], [0.97, 0.63, 0.15, 0.057, 0.039],
+                               rtol=0.1)
 
 
-def test_smallest_truncation_is_minimal_and_monotone():
-    for N, alpha, tol in [(30, 5.0, 1e-3), (100, 1.0, 1e-3), (1000, 2.0, 1e-2), (5, 0.1, 0.5)]:
-        K = smallest_truncation(N, alpha, tol)
-        assert ibp_truncation_bound(N, alpha, K) <= tol
-        assert K == 0 or ibp_truncation_bound(N, alpha, K - 1) > tol
-    assert smallest_truncation(30, 5.0) == 66  # N alpha (5/6)^66 = 0.00089 <= 1e-3 < 0.0011
-    Ks = [smallest_truncation(N, 2.0) for N in (10, 100, 1000)]
-    assert Ks == sorted(Ks) and Ks[0] < Ks[-1]
-    Ks = [smallest_truncation(100, a) for a in (0.5, 1.0, 2.0, 5.0)]
-    assert Ks == sorted(Ks) and Ks[0] < Ks[-1]
+def test_truncation_heuristic_is_the_zeta_series():
+    """``alpha^K zeta(K + 1, alpha + 1)`` (the series from r = 1) by scipy where it is
+    representable and stable beyond, where ``alpha^K`` overflows."""
+    from scipy.special import zeta
+
+    K = np.arange(1, 60)
+    expected = -np.expm1(-7 * 3.0**K * zeta(K + 1.0, 4.0))
+    np.testing.assert_allclose(ibp_truncation_bound_heuristic(7, 3.0, K), expected,
+                               rtol=1e-12)
+    large = ibp_truncation_bound_heuristic(10**5, 50.0, np.array([600, 700, 800, 2000]))
+    assert np.all(np.isfinite(large)) and np.all(np.diff(large) < 0) and large[-1] > 0
 
 
+@pytest.mark.parametrize("bound", ["levy_khintchine", "heuristic"])
+def test_smallest_truncation_is_minimal_and_monotone(bound):
+    function = {"levy_khintchine": ibp_truncation_bound,
+                "heuristic": ibp_truncation_bound_heuristic}[bound]
+    for N, alpha, tol in [(30, 5.0, 1e-3), (100, 1.0, 1e-3), (1000, 2.0, 1e-2),
+                          (5, 0.1, 0.5), (10**5, 50.0, 1e-3), (10, 1e4, 0.1)]:
+        K = smallest_truncation(N, alpha, tol, bound=bound)
+        assert function(N, alpha, K) <= tol
+        assert K == 0 or function(N, alpha, K - 1) > tol
+    for alpha in (0.5, 2.0, 5.0):
+        Ks = [smallest_truncation(N, alpha, bound=bound) for N in (10, 100, 1000, 10**4)]
+        assert Ks == sorted(Ks) and Ks[0] < Ks[-1]
+    for N in (10, 1000):
+        Ks = [smallest_truncation(N, a, bound=bound) for a in (0.5, 1.0, 2.0, 5.0, 20.0)]
+        assert Ks == sorted(Ks) and Ks[0] < Ks[-1]
+    for tol in (1e-1, 1e-2, 1e-4):  # smaller tolerances need more features
+        assert smallest_truncation(30, 5.0, tol, bound=bound) \
+            < smallest_truncation(30, 5.0, tol / 10, bound=bound)
+
+
+def test_smallest_truncation_values():
+    # N alpha (5/6)^66 = 0.00089 <= 1e-3 < 0.0011 = N alpha (5/6)^65
+    assert smallest_truncation(30, 5.0) == 66
+    assert smallest_truncation(30, 5.0, bound="heuristic") == 47
+    # The heuristic asks for fewer features than eq. 6.9 guarantees when alpha >= 1; for
+    # small alpha its series (the seed's, over the features from K on, not K + 1) asks
+    # for one more.
+    for N, alpha in [(30, 5.0), (1000, 2.0), (100, 1.0)]:
+        assert smallest_truncation(N, alpha, bound="heuristic") \
+            <= smallest_truncation(N, alpha)
+    assert smallest_truncation(100, 0.5, bound="heuristic") == 11
+    assert smallest_truncation(100, 0.5) == 10
+
+
+def test_truncated_gibbs_error_bound_is_the_eq_6_9_exponent():
+    """``truncation_error_bound`` of the truncated Gibbs sampler (a union bound) is the
+    exponent of eq. 6.9: ``bound = 1 - exp(-union)``."""
+    from sklearn_ibp.solvers.truncated_gibbs import truncation_error_bound
+
+    for N, alpha, K in [(5, 0.5, 10), (30, 5.0, 20), (1000, 2.0, 3)]:
+        union = truncation_error_bound(N, alpha, K)
+        assert union == pytest.approx(N * alpha * (alpha / (1 + alpha)) ** K, rel=1e-12)
+        assert ibp_truncation_bound(N, alpha, K) == pytest.approx(-np.expm1(-union))
+
+
+@pytest.mark.parametrize("function", [ibp_truncation_bound, ibp_truncation_bound_log,
+                                      ibp_truncation_bound_heuristic])
 @pytest.mark.parametrize(
     ("args", "match"),
-    [((0, 1.0, 3), "n_samples"), ((10.5, 1.0, 3), "n_samples"), ((10, -1.0, 3), "alpha"),
-     ((10, 1.0, -1), "n_features"), ((10, 1.0, 2.5), "n_features")],
+    [((0, 1.0, 3), "n_samples"), ((10.5, 1.0, 3), "n_samples"), ((True, 1.0, 3), "n_samples"),
+     ((10, -1.0, 3), "alpha"), ((10, np.inf, 3), "alpha"), ((10, np.nan, 3), "alpha"),
+     ((10, 1.0, -1), "n_features"), ((10, 1.0, 2.5), "n_features"),
+     ((10, 1.0, [3, -1]), "n_features")],
 )
-def test_truncation_bound_bad_input(args, match):
+def test_truncation_bound_bad_input(function, args, match):
     with pytest.raises(ValueError, match=match):
-        ibp_truncation_bound(*args)
+        function(*args)
 
 
-def test_smallest_truncation_bad_tol():
-    for tol in (0.0, 1.0, -0.1):
+def test_truncation_bound_alpha_type():
+    with pytest.raises(TypeError, match="alpha"):
+        ibp_truncation_bound(10, "1.0", 3)
+
+
+def test_smallest_truncation_bad_input():
+    for tol in (0.0, 1.0, -0.1, np.nan, "0.1"):
         with pytest.raises(ValueError, match="tol"):
             smallest_truncation(10, 1.0, tol)
+    with pytest.raises(ValueError, match="bound"):
+        smallest_truncation(10, 1.0, bound="log")
+    with pytest.raises(ValueError, match="alpha"):
+        smallest_truncation(10, 0.0)
+    with pytest.raises(ValueError, match="n_samples"):
+        smallest_truncation(0, 1.0)
