@@ -175,11 +175,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     components_ : ndarray of shape (n_components, n_features)
         The features ``A``: for ``"gaussian"`` their posterior mean given ``Z_`` (``W_``
         with ``weights="gaussian"``) and the data, for the other likelihoods the kept
-        sample's ``A``.
+        sample's ``A``; for the variational solvers ``E_q[A]``, the means ``phi`` of the
+        kept features.
     n_components_ : int
-        Number of features of ``Z_``.
+        Number of features of ``Z_``; for the variational solvers, the features of the
+        truncation with ``sum_n q(z_nk = 1) >= 0.5`` (the others are dropped from
+        every fitted attribute).
     Z_ : ndarray of shape (n_samples, n_components)
-        The kept sample of the feature matrix with the highest log joint probability.
+        The kept sample of the feature matrix with the highest log joint probability;
+        for the variational solvers ``q(z_nk = 1) > 0.5`` (``feature_probabilities_``
+        rounded).
     W_ : ndarray of shape (n_samples, n_components)
         That sample's weights ``Z * Y`` (``weights="gaussian"`` only).
     feature_counts_ : ndarray of shape (n_components,)
@@ -209,7 +214,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     elbo_, elbo_trace_, elbo_time_ : float, ndarray, ndarray
         Variational solvers only: the final evidence lower bound, its value after every
         iteration of the kept restart, and the seconds from that restart's start to the
-        end of every iteration.
+        end of every iteration (``elbo_trace_`` against ``elbo_time_`` is the ELBO
+        against wall-clock time; the trace is monotone from the end of the solver's
+        tempering on).
     converged_ : bool
         Variational solvers only: whether the relative change of the ELBO fell below the
         solver's ``tol``.
