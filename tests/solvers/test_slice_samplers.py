@@ -157,6 +157,36 @@ def test_semi_ordered_variants_match_enumerated_posterior(unique_moves, tiny_pos
     assert p_value > 1e-3, (stat, dof, counts, expected)
 
 
+@pytest.mark.parametrize("unique_moves", ["data", "prior"])
+def test_unique_moves_alone_keep_the_enumerated_posterior(unique_moves, tiny_posterior):
+    """The per-row birth and death move of the unique features on its own (no slice
+    updates, no draw of A): from exact draws of ([Z], A) it leaves [Z] an exact draw.
+    Power: with the Poisson rate of the move at 3 alpha / N instead of alpha / N all four
+    cases fail (scratch run)."""
+    X, posterior = tiny_posterior
+    rng = np.random.default_rng(5)
+    keys = list(posterior)
+    probs = np.array([posterior[k] for k in keys])
+    probs /= probs.sum()
+    solver = SemiOrderedSliceSampler(unique_moves=unique_moves)
+    noise = GAUSSIAN.noise_array(PARAMS, X.shape[1])
+    prior = GAUSSIAN.prior_array(PARAMS)
+    out, changed = [], 0
+    for start in rng.choice(len(keys), size=N_CHAINS, p=probs):
+        state = solver.initialize(X, _observed(X), _z_of_key(keys[start], X.shape[0]),
+                                  None, ALPHA, PARAMS, GAUSSIAN, rng)
+        K = state.n_features
+        state.stats["pred"][:] = state.Z[:, :K] @ state.A[:K]
+        state.stats["feature_counts"][:K] = state.Z[:, :K].sum(axis=0)
+        for _ in range(N_SWEEPS):
+            solver._unique_moves(state, GAUSSIAN, noise, prior, rng)
+        out.append(history_key(state.active_Z))
+        changed += out[-1] != keys[start]
+    assert changed > N_CHAINS // 20  # the move does act (10-35% of the chains)
+    stat, dof, p_value, counts, expected = chi_square_against(posterior, out)
+    assert p_value > 1e-3, (stat, dof, counts, expected)
+
+
 # -- prior recovery (no data) ----------------------------------------------------------
 
 
