@@ -23,7 +23,8 @@ from threadpoolctl import threadpool_limits
 
 from .priors.ibp import harmonic_rate, ibp_log_prob
 
-__all__ = ["BaseIBPSampler", "SamplingInterruptedWarning", "TRACE_NAMES"]
+__all__ = ["BaseIBPSampler", "SamplingInterruptedWarning", "SamplingStoppedError",
+           "TRACE_NAMES"]
 
 #: The scalar traces recorded at every iteration of every chain.
 TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
@@ -31,6 +32,14 @@ TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
 class SamplingInterruptedWarning(UserWarning):
     """Warns that a fit was interrupted and kept only the samples drawn so far."""
+
+
+class SamplingStoppedError(RuntimeError):
+    """Raised by a solver that cannot go on (for example, every Dask worker was lost).
+
+    The loop treats it like an interrupt: the fit keeps the samples drawn so far and
+    warns with the reason.
+    """
 
 
 def _chain_seeds(random_state, n_chains):
@@ -168,20 +177,24 @@ class BaseIBPSampler(BaseEstimator):
                     self._sample_chain(
                         solver, chain, c, missing, burn_in, rows, samples, guard, bar
                     )
-        except KeyboardInterrupt:
+        except (KeyboardInterrupt, SamplingStoppedError) as exc:
             interrupted = True
             if guard[0] is not None:
                 c, state = guard[0]
                 chains[c]["state"] = state
             done = int(np.sum(~np.isnan(traces["log_joint"])))
+            reason = "" if isinstance(exc, KeyboardInterrupt) else f" ({exc})"
             warnings.warn(
-                f"Sampling interrupted after {done} of {n_chains * self.n_iter} iterations; "
-                "the estimator keeps the samples drawn so far.",
+                f"Sampling interrupted after {done} of {n_chains * self.n_iter} "
+                f"iterations{reason}; the estimator keeps the samples drawn so far.",
                 SamplingInterruptedWarning,
                 stacklevel=3,
             )
         finally:
             blas_limit.restore_original_limits()
+            if hasattr(solver, "close"):
+                # Threads, or a LocalCluster the solver started for this fit.
+                solver.close()
             if bar is not None:
                 bar.close()
         if not samples:
@@ -291,13 +304,19 @@ class BaseIBPSampler(BaseEstimator):
                 else harmonic_rate(N, state.beta)
             )
             alpha = rng.gamma(1.0 + K, 1.0 / (1.0 + rate))
-            resid = state.X - Z @ A
-            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (1.0 + 0.5 * np.sum(resid**2)))
+            if hasattr(solver, "residual_sum_of_squares"):
+                # A data-parallel solver sums it over its shards.
+                rss = solver.residual_sum_of_squares(state, A)
+            else:
+                rss = np.sum((state.X - Z @ A) ** 2)
+            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (1.0 + 0.5 * rss))
             precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (1.0 + 0.5 * np.sum(A**2)))
             solver.set_hyperparameters(
                 state, alpha, 1.0 / np.sqrt(precision_x), 1.0 / np.sqrt(precision_a)
             )
-        if missing is not None:
+        if missing is not None and hasattr(solver, "impute_missing"):
+            solver.impute_missing(state, A, missing, rng)
+        elif missing is not None:
             X = state.X.copy()
             draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
             X[missing] = draw[missing]

@@ -16,6 +16,7 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, _chain_seeds
+from ..distributed import PARALLEL_SOLVERS
 from ..likelihoods import (
     ExponentialGaussian,
     LeakyNoisyOr,
@@ -49,7 +50,7 @@ LIKELIHOODS = {
     "bernoulli": LeakyNoisyOr,
 }
 #: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
-ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS}
+ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS, **PARALLEL_SOLVERS}
 
 
 def _is_explicit(solver) -> bool:

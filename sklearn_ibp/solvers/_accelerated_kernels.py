@@ -149,8 +149,8 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigma_a2,
-                k_max, log_poisson, u, t, g, e, log_new, rng):
+def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
+                sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, rng):
     """Gibbs-sample row ``r`` given ``p(A | Z_-r, X_-r)`` (window of one row, eq. 4.2).
 
     ``cov`` and ``mean`` hold the posterior with row ``r`` in it; the row is taken out
@@ -160,9 +160,12 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
     ``e = -s_x^2 g``, and each candidate flip of ``z_k`` costs two length-D dot products.
     The posterior itself is moved only if the row changes, which after burn-in is rare.
 
+    ``n_total`` is the number of rows the prior counts (all shards' rows for the
+    data-parallel sampler); only features with ``sampled[k] != 0`` are visited.
+
     Returns the new number of features and whether the row changed.
     """
-    N = X.shape[0]
+    N = n_total
     D = X.shape[1]
     zu = 0.0
     for j in range(K):
@@ -198,7 +201,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
         k = step % K
         zk = Z[r, k]
         others = counts[k] - zk
-        if (others == 0) != (step >= K) or (others == 0 and zk == 0):
+        if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
             continue
         delta = 1.0 - 2.0 * zk
         uk = u[k]
@@ -260,14 +263,14 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta, sigma_x2, sigm
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
-                   sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, rng):
+def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta, sigma_x2,
+                   sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, sampled, rng):
     """Gibbs-sample the rows of a window jointly given ``p(A | Z_-W, X_-W)`` (eq. 4.2).
 
     ``T = S_-W Z_W^T``, ``E = X_W - Z_W M_-W`` and ``C = Z_W T + s_x^2 I`` are kept up to
     date under each flip. Returns the new number of features.
     """
-    N = X.shape[0]
+    N = n_total
     D = X.shape[1]
     w = rows.shape[0]
     for i in range(w):
@@ -300,7 +303,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
             k = step % K
             zk = Z[r, k]
             others = counts[k] - zk
-            if (others == 0) != (step >= K) or (others == 0 and zk == 0):
+            if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
                 continue
             delta = 1.0 - 2.0 * zk
             _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
@@ -341,7 +344,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2
     return K
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, nogil=True)
 def sweep_accelerated(
     X,
     Z,
@@ -361,6 +364,8 @@ def sweep_accelerated(
     refresh_every,
     windows_done,
     rng,
+    n_total,
+    sampled,
 ):
     """One iteration of Algorithm 1 over the rows in ``order``, in place.
 
@@ -369,8 +374,14 @@ def sweep_accelerated(
     the number of rows done: the sweep stops early when the spare columns run out, for
     the caller to grow the arrays and call again with the rest of ``order``. Features that
     lose their last row keep their slot (count 0) until the caller compacts.
+
+    ``n_total`` is the number of rows of the prior (``X.shape[0]`` for the serial sampler;
+    all shards' rows for the data-parallel one, whose ``counts``, ``gram`` and ``cross``
+    hold every shard's statistics). Only features with ``sampled[k] != 0`` are visited
+    (feature sub-sampling, seed 000 sec. 5.1); ``k_max = 0`` creates no features. The GIL
+    is released, so shards can sweep on threads.
     """
-    N = X.shape[0]
+    N = n_total
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
@@ -397,9 +408,9 @@ def sweep_accelerated(
             K_old = K
             for k in range(K):
                 z_old[k] = Z[r, k]
-            K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, beta,
+            K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta,
                                      sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e,
-                                     log_new, rng)
+                                     log_new, sampled, rng)
             if changed:
                 # Swap the row's old assignment for its new one in the posterior.
                 remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
@@ -411,8 +422,9 @@ def sweep_accelerated(
             for r in rows:
                 remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
                 _update_stats(gram, cross, Z[r], X[r], K, -1.0)
-            K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, beta, sigma_x2,
-                               sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, rng)
+            K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, N, beta,
+                               sigma_x2, sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep,
+                               log_new, sampled, rng)
             # Put the window back: p(A | Z, X).
             for r in rows:
                 add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)

@@ -112,6 +112,7 @@ class AcceleratedGibbs(BaseIBPSolver):
                 st["mean"], state.n_features, order[position:], int(self.window),
                 state.alpha, state.beta, state.sigma_x**2, state.sigma_a**2,
                 int(self.k_max), int(self.refresh_every), st["windows_done"], rng,
+                N, np.ones(state.Z.shape[1], dtype=np.int8),
             )
             state.n_features = int(K)
             st["windows_done"] = int(done)

@@ -1,0 +1,192 @@
+"""Where the shards run: threads in this process, or the workers of a Dask cluster.
+
+An engine holds each shard's rows where its tasks run (``place``) and runs one task per
+shard (``map``), returning the results in shard order. Tasks are pure functions of the
+root's last synchronised shard states, so an engine may run a task again: the Dask engine
+does so when a worker dies, from the same state and the same random stream, which gives
+the result the lost worker would have sent.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import CancelledError, ThreadPoolExecutor
+
+from ..base import SamplingStoppedError
+
+__all__ = ["DaskEngine", "ThreadEngine", "WorkersLostError", "make_engine"]
+
+
+class WorkersLostError(SamplingStoppedError):
+    """No Dask worker is left to run a shard (or a shard was lost too many times)."""
+
+
+class ThreadEngine:
+    """Shards on a pool of threads of this process (the numba sweeps release the GIL)."""
+
+    name = "threads"
+
+    def __init__(self, n_workers):
+        self.n_workers = int(n_workers)
+        self._pool = None
+        self._data = []
+
+    def place(self, data):
+        self._data = list(data)
+
+    def map(self, function, args_per_shard):
+        """``[function(data_p, *args_p) for each shard p]``, the shards concurrently."""
+        if len(args_per_shard) == 1 or self.n_workers == 1:
+            return [function(self._data[p], *args) for p, args in enumerate(args_per_shard)]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.n_workers, thread_name_prefix="ibp-shard")
+        futures = [self._pool.submit(function, self._data[p], *args)
+                   for p, args in enumerate(args_per_shard)]
+        return [f.result() for f in futures]
+
+    def close(self):
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
+
+
+def _loss_errors():
+    """Exception types that mean a worker (or the data it held) was lost, not a bug."""
+    from distributed import KilledWorker
+    from distributed.comm import CommClosedError
+
+    errors = [KilledWorker, CommClosedError, CancelledError, OSError]
+    try:
+        from distributed.client import FutureCancelledError
+
+        errors.append(FutureCancelledError)
+    except ImportError:  # pragma: no cover - older distributed
+        pass
+    return tuple(errors)
+
+
+class DaskEngine:
+    """Shards on the workers of a ``distributed.Client``.
+
+    Each shard's rows are scattered once; every round sends the shard's last synchronised
+    state and the broadcast totals, and brings back its new state. A task that fails
+    because its worker died (or the worker holding its rows did) is sent again, its rows
+    re-scattered from the root's copy; when no worker is left for ``worker_timeout``
+    seconds, :class:`WorkersLostError` is raised.
+
+    Parameters
+    ----------
+    client : distributed.Client or None
+        The cluster to use; None starts a ``LocalCluster`` of ``n_workers`` single-threaded
+        worker processes, closed by :meth:`close`.
+    n_workers : int
+    worker_timeout : float
+    max_resends : int
+        How many times one shard's task may be sent again within one round.
+    """
+
+    name = "dask"
+
+    def __init__(self, client, n_workers, worker_timeout=60.0, max_resends=10):
+        try:
+            import distributed
+        except ImportError as exc:  # pragma: no cover - depends on the environment
+            raise ImportError(
+                "backend='dask' needs the distributed scheduler: pip install "
+                "'sklearn-ibp[distributed]' (or 'dask[distributed]')."
+            ) from exc
+        self._distributed = distributed
+        self._cluster = None
+        if client is None:
+            self._cluster = distributed.LocalCluster(
+                n_workers=int(n_workers), threads_per_worker=1, processes=True,
+                dashboard_address=None,
+            )
+            client = distributed.Client(self._cluster)
+        self.client = client
+        self.worker_timeout = float(worker_timeout)
+        self.max_resends = int(max_resends)
+        self.resends = 0
+        self._data = []
+        self._handles = []
+
+    def _scatter(self, data):
+        try:
+            return self.client.scatter(data, hash=False, timeout=self.worker_timeout)
+        except (TimeoutError, OSError) as exc:
+            raise WorkersLostError(
+                f"could not place a shard's rows on any Dask worker within "
+                f"{self.worker_timeout:g} s ({exc}); the fit stops here."
+            ) from exc
+
+    def place(self, data):
+        self._data = list(data)
+        self._handles = [self._scatter(d) for d in self._data]
+
+    def _n_workers(self):
+        return len(self.client.scheduler_info().get("workers", {}))
+
+    def map(self, function, args_per_shard):
+        """``[function(data_p, *args_p) for each shard p]`` on the cluster."""
+        distributed = self._distributed
+        loss = _loss_errors()
+
+        def submit(p):
+            return self.client.submit(function, self._handles[p], *args_per_shard[p],
+                                      pure=False)
+
+        pending = {p: submit(p) for p in range(len(args_per_shard))}
+        results = [None] * len(args_per_shard)
+        resends = [0] * len(args_per_shard)
+        no_worker_since = None
+        while pending:
+            distributed.wait(list(pending.values()), timeout=0.5, return_when="FIRST_COMPLETED")
+            for p, future in list(pending.items()):
+                if future.status == "pending":
+                    continue
+                if future.status == "finished":
+                    try:
+                        results[p] = future.result()
+                        del pending[p]
+                        continue
+                    except loss:
+                        pass  # finished, but its worker died before the result came
+                else:
+                    error = future.exception() if future.status == "error" else None
+                    if error is not None and not isinstance(error, loss):
+                        raise error
+                resends[p] += 1
+                self.resends += 1
+                if resends[p] > self.max_resends:
+                    raise WorkersLostError(
+                        f"shard {p} was lost {resends[p]} times in one round; stopping."
+                    )
+                # Its rows may have died with the worker: scatter them again.
+                self._handles[p] = self._scatter(self._data[p])
+                pending[p] = submit(p)
+            if pending:
+                if self._n_workers() == 0:
+                    no_worker_since = no_worker_since or time.monotonic()
+                    if time.monotonic() - no_worker_since > self.worker_timeout:
+                        for future in pending.values():
+                            future.cancel()
+                        raise WorkersLostError(
+                            f"no Dask worker has been left for {self.worker_timeout:g} s "
+                            f"to run shard(s) {sorted(pending)}; the fit stops here."
+                        )
+                else:
+                    no_worker_since = None
+        return results
+
+    def close(self):
+        if self._cluster is not None:
+            self.client.close()
+            self._cluster.close()
+            self._cluster = None
+
+
+def make_engine(backend, n_workers, client=None, worker_timeout=60.0):
+    """The engine for ``backend`` ('threads' or 'dask')."""
+    if backend == "threads":
+        return ThreadEngine(n_workers)
+    return DaskEngine(client, n_workers, worker_timeout=worker_timeout)

@@ -1,0 +1,391 @@
+"""Data-parallel accelerated Gibbs sampling by message passing (Doshi-Velez 2009, ch. 5).
+
+The rows are split into shards, one per processor. A round (one iteration of the
+estimator) has the three phases of sec. 5.1:
+
+* **Gibbs sampling**: every shard runs ``sweeps_per_sync`` accelerated sweeps on its own
+  rows given ``P^p(A | X, Z)``: the global feature posterior in which the other shards'
+  rows are held at their last message, ``m_k^{-p}`` included;
+* **message passing**: each shard sends its sufficient statistics (``m_k^p``,
+  ``Z_p^T Z_p`` and ``Z_p^T X_p``, the information form of eq. 5.1, ``O(K^2 + K D)``),
+  which are summed up a binary tree to the root; features no row has any more are dropped
+  everywhere, and the totals are broadcast with the next round;
+* **hyperparameter sampling** at the root, by the estimator's usual step: ``alpha``
+  from ``Gamma(1 + K, 1 + H_N)``, ``sigma_a`` from ``sum A^2`` and ``sigma_x`` from the
+  squared residuals, which each shard sums over its rows.
+
+Only the shard holding the token may create features (it appends them after the global
+ones, so feature ``k`` is the same feature on every shard); the token moves on to the next
+shard at each round. The approximation is that a shard samples given the others' state at
+the last synchronisation; the seed reports (sec. 5.2) that it behaves like the exact
+sampler, with a slight bias toward fewer features from the latency of new features.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
+from ..solvers._base import BaseIBPSolver, FeatureState
+from ._engines import make_engine
+from ._shard import (
+    RoundMessage,
+    ShardData,
+    ShardState,
+    exact_statistics,
+    impute,
+    residual_sum_of_squares,
+    run_round,
+)
+
+__all__ = ["ParallelAccelerated", "tree_sum"]
+
+
+def tree_sum(values):
+    """Sum ``values`` pairwise up a binary tree (leaves in order), as the messages of
+    sec. 5.1 are summed on their way to the root; one value is returned as it is."""
+    values = list(values)
+    while len(values) > 1:
+        paired = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
+        if len(values) % 2:
+            paired.append(values[-1])
+        values = paired
+    return values[0]
+
+
+def _pad_to(array, K, square=False):
+    """Per-feature ``array`` with zero features appended up to ``K`` (on both axes of a
+    ``K x K`` statistic)."""
+    if array.shape[0] == K:
+        return array
+    shape = (K, K) if square else (K,) + array.shape[1:]
+    out = np.zeros(shape, dtype=array.dtype)
+    out[tuple(slice(0, n) for n in array.shape)] = array
+    return out
+
+
+def _pad_columns(Z, K):
+    """``Z`` with zero columns appended up to ``K``."""
+    if Z.shape[1] == K:
+        return Z
+    out = np.zeros((Z.shape[0], K), dtype=Z.dtype)
+    out[:, : Z.shape[1]] = Z
+    return out
+
+
+class ParallelAccelerated(BaseIBPSolver):
+    """Data-parallel accelerated Gibbs sampler (seed 000 ch. 5), in-process or on Dask.
+
+    Parameters
+    ----------
+    n_shards : int, default=2
+        Number of blocks of rows sampled in parallel (processors ``p`` in the seed). One
+        shard is the serial :class:`~sklearn_ibp.solvers.AcceleratedGibbs` (same draws at
+        the same seed, bit for bit, with ``sweeps_per_sync=1``).
+    sweeps_per_sync : int, default=1
+        Accelerated sweeps each shard runs between two synchronisations; one estimator
+        iteration is one synchronisation. More sweeps mean less communication and more
+        latency between shards (the seed found 10 to 20 costing little mixing, Fig. 5.7).
+    backend : {"threads", "dask"}, default="threads"
+        Where the shards run: threads of this process (no extra dependency; the numba
+        sweeps release the GIL) or the workers of a Dask cluster (install the
+        ``distributed`` extra).
+    client : distributed.Client or None, default=None
+        The cluster for ``backend="dask"``; None starts a ``LocalCluster`` with one
+        single-threaded worker process per shard (or ``n_workers``) for the fit.
+    n_workers : int or None, default=None
+        Threads (or local Dask workers) to run the shards on; None means one per shard.
+    feature_subsample : float in (0, 1] or None, default=None
+        Fraction of the features each shard Gibbs-samples in a sweep, chosen at random
+        afresh every sweep (sec. 5.1's feature sub-sampling); None samples them all. New
+        features are always offered.
+    window : int, default=1
+        Rows taken out of the feature posterior at a time (as in ``AcceleratedGibbs``).
+    refresh_every : int, default=100
+        Windows between recomputations of a shard's feature posterior from its exact
+        statistics.
+    k_max : int, default=4
+        Largest number of new features one row may take in one step.
+    worker_timeout : float, default=60.0
+        Seconds the Dask backend waits with no worker left before it stops the fit.
+
+    Attributes
+    ----------
+    timings_ : dict
+        Set on the solver of a fitted estimator (``estimator._solver``): per round, the
+        wall-clock seconds of the sampling phase (``"round"``), the slowest shard's own
+        computing time (``"compute"``), and the seconds of message summation and
+        broadcast at the root (``"root"``). ``round - compute`` is the time spent
+        communicating and waiting (sec. 5.4).
+
+    Notes
+    -----
+    Each shard keeps its own random stream, spawned from the chain's; a task is a pure
+    function of the shard's last synchronised state, so a shard lost with its Dask worker
+    is sent again from that state and the fit gives the same result as without the loss.
+    If no worker is left, the fit stops as it would on an interrupt (the samples drawn so
+    far are kept, with a warning that says why).
+    """
+
+    name = "parallel_accelerated"
+
+    _parameter_constraints: dict = {
+        "n_shards": [Interval(Integral, 1, None, closed="left")],
+        "sweeps_per_sync": [Interval(Integral, 1, None, closed="left")],
+        "backend": [StrOptions({"threads", "dask"})],
+        "client": "no_validation",
+        "n_workers": [Interval(Integral, 1, None, closed="left"), None],
+        "feature_subsample": [Interval(Real, 0, 1, closed="right"), None],
+        "window": [Interval(Integral, 1, None, closed="left")],
+        "refresh_every": [Interval(Integral, 0, None, closed="left")],
+        "k_max": [Interval(Integral, 1, None, closed="left")],
+        "worker_timeout": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_shards=2, sweeps_per_sync=1, backend="threads", client=None,
+                 n_workers=None, feature_subsample=None, window=1, refresh_every=100,
+                 k_max=4, worker_timeout=60.0):
+        self.n_shards = n_shards
+        self.sweeps_per_sync = sweeps_per_sync
+        self.backend = backend
+        self.client = client
+        self.n_workers = n_workers
+        self.feature_subsample = feature_subsample
+        self.window = window
+        self.refresh_every = refresh_every
+        self.k_max = k_max
+        self.worker_timeout = worker_timeout
+
+    # -- cloning and pickling: the client is shared, the engine is never copied -------------
+    def __sklearn_clone__(self):
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
+
+    def __deepcopy__(self, memo):
+        new = self.__sklearn_clone__()
+        if hasattr(self, "timings_"):
+            new.timings_ = {k: list(v) for k, v in self.timings_.items()}
+        return new
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_engine", None)
+        # A Dask client is a live connection; a pickled solver forgets it.
+        state["client"] = None
+        return state
+
+    # -- the engine ------------------------------------------------------------------------
+    def _engine_for(self, state):
+        engine = getattr(self, "_engine", None)
+        if engine is None:
+            n_workers = self.n_workers or self.n_shards
+            engine = make_engine(self.backend, n_workers, self.client, self.worker_timeout)
+            self._engine = engine
+            self._placed = None
+        if self._placed is not state.stats["data_version"]:
+            engine.place(self._shard_data(state))
+            self._placed = state.stats["data_version"]
+        return engine
+
+    def close(self):
+        """Shut down the threads, or the ``LocalCluster`` this solver started."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.close()
+            self._engine = None
+
+    @staticmethod
+    def _shard_data(state):
+        bounds = state.stats["bounds"]
+        missing = state.stats["missing"]
+        data = []
+        for p in range(len(bounds) - 1):
+            a, b = bounds[p], bounds[p + 1]
+            idx = np.zeros(0, dtype=np.int64) if missing is None else missing[p]
+            data.append(ShardData(X=state.X[a:b], missing=idx))
+        return data
+
+    # -- the solver interface --------------------------------------------------------------
+    def initialize(self, X, Z, hyper, rng) -> FeatureState:
+        N = X.shape[0]
+        if self.n_shards > N:
+            raise ValueError(
+                f"n_shards={self.n_shards} is more than the {N} rows of X; each shard needs "
+                "at least one row."
+            )
+        state = self._new_state(X, Z, hyper, 0)
+        K = Z.shape[1]
+        state.Z = np.ascontiguousarray(Z, dtype=np.int8)
+        bounds = np.linspace(0, N, self.n_shards + 1).round().astype(np.int64)
+        if self.n_shards == 1:
+            # Alone, the shard draws from the chain's own stream (the serial sampler).
+            rngs = [None]
+        else:
+            rngs = [np.random.default_rng(int(s))
+                    for s in rng.integers(0, np.iinfo(np.int64).max, size=self.n_shards)]
+        shards = []
+        for p in range(self.n_shards):
+            a, b = bounds[p], bounds[p + 1]
+            counts, gram, cross = exact_statistics(state.Z[a:b, :K], state.X[a:b])
+            shards.append(ShardState(Z=state.Z[a:b, :K].copy(), counts=counts, gram=gram,
+                                     cross=cross, rng=rngs[p], imputed=np.zeros(0)))
+        state.stats.update(
+            shards=shards,
+            bounds=bounds,
+            missing=None,
+            token=0,
+            refresh=True,
+            data_version=object(),
+            sum_of_squares=float(np.sum(state.X**2)),
+        )
+        self._set_totals(state)
+        if not hasattr(self, "timings_"):
+            self.timings_ = {"round": [], "compute": [], "root": []}
+        return state
+
+    def _set_totals(self, state):
+        shards = state.stats["shards"]
+        K = max(s.Z.shape[1] for s in shards)
+        state.stats["total"] = {
+            key: tree_sum(_pad_to(getattr(s, key), K, square=key == "gram") for s in shards)
+            for key in ("counts", "gram", "cross")
+        }
+        return K
+
+    def _run(self, state, function, args_per_shard, rng):
+        """Run ``function`` on every shard; a lone shard borrows the chain's stream."""
+        shards = state.stats["shards"]
+        alone = len(shards) == 1
+        if alone:
+            args_per_shard = [(replace(args_per_shard[0][0], rng=rng),)
+                              + tuple(args_per_shard[0][1:])]
+        results = self._engine_for(state).map(function, args_per_shard)
+        if alone and isinstance(results[0], ShardState):
+            rng.bit_generator.state = results[0].rng.bit_generator.state
+            results[0] = replace(results[0], rng=None)
+        return results
+
+    def sweep(self, state: FeatureState, rng) -> None:
+        st = state.stats
+        shards = st["shards"]
+        total = st["total"]
+        message = RoundMessage(
+            counts=total["counts"], gram=total["gram"], cross=total["cross"],
+            n_total=state.X.shape[0], alpha=state.alpha, beta=state.beta,
+            sigma_x=state.sigma_x, sigma_a=state.sigma_a,
+            n_sweeps=int(self.sweeps_per_sync), window=int(self.window),
+            k_max=int(self.k_max), refresh_every=int(self.refresh_every),
+            refresh=bool(st["refresh"]), alone=len(shards) == 1,
+            feature_subsample=self.feature_subsample,
+        )
+        start = time.perf_counter()
+        new = self._run(state, run_round,
+                        [(s, message, p == st["token"]) for p, s in enumerate(shards)], rng)
+        sampled = time.perf_counter()
+        # Align: only the token holder may have appended features.
+        K = max(s.Z.shape[1] for s in new)
+        shards = [
+            replace(s, Z=_pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
+                    gram=_pad_to(s.gram, K, square=True), cross=_pad_to(s.cross, K))
+            for s in new
+        ]
+        st["shards"] = shards
+        self._set_totals(state)
+        keep = np.flatnonzero(st["total"]["counts"] > 0)
+        if keep.size < K:
+            st["shards"] = [self._compact_shard(s, keep) for s in shards]
+            self._set_totals(state)
+        st["token"] = (st["token"] + 1) % len(shards)
+        st["refresh"] = False
+        state.Z = np.concatenate([s.Z for s in st["shards"]], axis=0)
+        state.n_features = int(state.Z.shape[1])
+        done = time.perf_counter()
+        self.timings_["round"].append(sampled - start)
+        self.timings_["compute"].append(max(s.compute_seconds for s in new))
+        self.timings_["root"].append(done - sampled)
+
+    @staticmethod
+    def _compact_shard(shard, keep):
+        return replace(
+            shard,
+            Z=np.ascontiguousarray(shard.Z[:, keep]),
+            counts=shard.counts[keep],
+            gram=shard.gram[np.ix_(keep, keep)],
+            cross=shard.cross[keep],
+            cov=None if shard.cov is None else shard.cov[np.ix_(keep, keep)],
+            mean=None if shard.mean is None else shard.mean[keep],
+        )
+
+    def sufficient_statistics(self, state):
+        total = state.stats["total"]
+        return total["gram"].copy(), total["cross"].copy()
+
+    def log_likelihood(self, state) -> float:
+        gram, cross = self.sufficient_statistics(state)
+        N, D = state.X.shape
+        return log_marginal_likelihood_from_stats(
+            gram, cross, state.stats["sum_of_squares"], N, D, state.sigma_x, state.sigma_a
+        )
+
+    def residual_sum_of_squares(self, state, A) -> float:
+        """``sum (X - Z A)^2``, each shard over its own rows, summed up the tree."""
+        values = self._run(state, residual_sum_of_squares,
+                           [(s, A) for s in state.stats["shards"]], None)
+        return tree_sum(values)
+
+    def impute_missing(self, state, A, missing, rng) -> None:
+        """Each shard redraws its missing entries given ``A`` from its own stream."""
+        st = state.stats
+        bounds = st["bounds"]
+        if st["missing"] is None:
+            st["missing"] = [np.flatnonzero(missing[bounds[p]:bounds[p + 1]])
+                             for p in range(len(bounds) - 1)]
+            st["shards"] = [replace(s, imputed=state.X[bounds[p]:bounds[p + 1]].flat[idx])
+                            for p, (s, idx) in enumerate(zip(st["shards"], st["missing"],
+                                                             strict=True))]
+            st["data_version"] = object()
+        new = self._run(state, impute, [(s, A, state.sigma_x) for s in st["shards"]], rng)
+        X = state.X.copy()
+        for p, s in enumerate(new):
+            X[bounds[p]:bounds[p + 1]].flat[st["missing"][p]] = s.imputed
+        st["shards"] = new
+        state.X = X
+        st["sum_of_squares"] = float(np.sum(X**2))
+        self._mark_refresh(state)
+
+    def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
+        self._mark_refresh(state)
+
+    def _mark_refresh(self, state) -> None:
+        """Have every shard recompute its exact statistics at the next round. A lone
+        shard's are recomputed here at once, as the serial sampler's refresh does (its
+        log-likelihood trace then matches bit for bit); with several shards the root
+        keeps the last messages until then."""
+        st = state.stats
+        st["refresh"] = True
+        if len(st["shards"]) == 1:
+            shard = st["shards"][0]
+            counts, gram, cross = exact_statistics(shard.Z, state.X)
+            st["shards"] = [replace(shard, counts=counts, gram=gram, cross=cross)]
+            self._set_totals(state)
+
+    def set_data(self, state, X) -> None:
+        st = state.stats
+        state.X = np.ascontiguousarray(X, dtype=float)
+        bounds = st["bounds"]
+        if st["missing"] is not None:
+            st["shards"] = [replace(s, imputed=state.X[bounds[p]:bounds[p + 1]].flat[idx])
+                            for p, (s, idx) in enumerate(zip(st["shards"], st["missing"],
+                                                             strict=True))]
+        st["data_version"] = object()
+        st["sum_of_squares"] = float(np.sum(state.X**2))
+        self._mark_refresh(state)
