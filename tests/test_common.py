@@ -6,6 +6,7 @@ from sklearn.preprocessing import Binarizer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import IBPFactorAnalysis
+from sklearn_ibp.distributed import ParallelAccelerated
 from sklearn_ibp.estimators.factor_analysis import _serves
 from sklearn_ibp.solvers import (
     EXPLICIT_SOLVERS,
@@ -20,6 +21,8 @@ SMALL = dict(n_iter=5, burn_in=2, random_state=0)
 ESTIMATORS = (
     [IBPFactorAnalysis(solver=name, **SMALL) for name in SOLVERS]
     + [IBPFactorAnalysis(solver=AcceleratedGibbs(window=2), **SMALL)]
+    + [IBPFactorAnalysis(solver="parallel_accelerated", **SMALL),
+       IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=1, sweeps_per_sync=2), **SMALL)]
     + [
         IBPFactorAnalysis(solver=name, likelihood=likelihood, **SMALL)
         for name in EXPLICIT_SOLVERS

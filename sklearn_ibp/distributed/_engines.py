@@ -57,9 +57,9 @@ def _loss_errors():
 
     errors = [KilledWorker, CommClosedError, CancelledError, OSError]
     try:
-        from distributed.client import FutureCancelledError
+        from distributed.client import FutureCancelledError, FuturesCancelledError
 
-        errors.append(FutureCancelledError)
+        errors += [FutureCancelledError, FuturesCancelledError]
     except ImportError:  # pragma: no cover - older distributed
         pass
     return tuple(errors)
@@ -106,18 +106,23 @@ class DaskEngine:
         self.client = client
         self.worker_timeout = float(worker_timeout)
         self.max_resends = int(max_resends)
-        self.resends = 0
+        self.last_resends = 0
         self._data = []
         self._handles = []
 
     def _scatter(self, data):
-        try:
-            return self.client.scatter(data, hash=False, timeout=self.worker_timeout)
-        except (TimeoutError, OSError) as exc:
-            raise WorkersLostError(
-                f"could not place a shard's rows on any Dask worker within "
-                f"{self.worker_timeout:g} s ({exc}); the fit stops here."
-            ) from exc
+        """Scatter ``data`` to a worker, trying again while workers come and go."""
+        deadline = time.monotonic() + self.worker_timeout
+        while True:
+            try:
+                return self.client.scatter(data, hash=False, timeout=self.worker_timeout)
+            except (TimeoutError, *_loss_errors()) as exc:
+                if time.monotonic() > deadline:
+                    raise WorkersLostError(
+                        f"no Dask worker took a shard's rows within "
+                        f"{self.worker_timeout:g} s ({exc!r}); the fit stops here."
+                    ) from exc
+                time.sleep(0.2)
 
     def place(self, data):
         self._data = list(data)
@@ -140,7 +145,11 @@ class DaskEngine:
         resends = [0] * len(args_per_shard)
         no_worker_since = None
         while pending:
-            distributed.wait(list(pending.values()), timeout=0.5, return_when="FIRST_COMPLETED")
+            try:
+                distributed.wait(list(pending.values()), timeout=0.5,
+                                 return_when="FIRST_COMPLETED")
+            except (TimeoutError, *loss):
+                pass  # a task was lost, or none finished yet: look at each of them
             for p, future in list(pending.items()):
                 if future.status == "pending":
                     continue
@@ -156,7 +165,6 @@ class DaskEngine:
                     if error is not None and not isinstance(error, loss):
                         raise error
                 resends[p] += 1
-                self.resends += 1
                 if resends[p] > self.max_resends:
                     raise WorkersLostError(
                         f"shard {p} was lost {resends[p]} times in one round; stopping."
@@ -176,6 +184,7 @@ class DaskEngine:
                         )
                 else:
                     no_worker_since = None
+        self.last_resends = sum(resends)
         return results
 
     def close(self):

@@ -123,6 +123,10 @@ class ParallelAccelerated(BaseIBPSolver):
         broadcast at the root (``"root"``). ``round - compute`` is the time spent
         communicating and waiting (sec. 5.4).
 
+    n_resent_ : int
+        Shard tasks sent again because their Dask worker (or the worker holding their rows)
+        was lost.
+
     Notes
     -----
     Each shard keeps its own random stream, spawned from the chain's; a task is a pure
@@ -249,6 +253,7 @@ class ParallelAccelerated(BaseIBPSolver):
         self._set_totals(state)
         if not hasattr(self, "timings_"):
             self.timings_ = {"round": [], "compute": [], "root": []}
+            self.n_resent_ = 0
         return state
 
     def _set_totals(self, state):
@@ -267,7 +272,9 @@ class ParallelAccelerated(BaseIBPSolver):
         if alone:
             args_per_shard = [(replace(args_per_shard[0][0], rng=rng),)
                               + tuple(args_per_shard[0][1:])]
-        results = self._engine_for(state).map(function, args_per_shard)
+        engine = self._engine_for(state)
+        results = engine.map(function, args_per_shard)
+        self.n_resent_ += getattr(engine, "last_resends", 0)
         if alone and isinstance(results[0], ShardState):
             rng.bit_generator.state = results[0].rng.bit_generator.state
             results[0] = replace(results[0], rng=None)
