@@ -10,6 +10,8 @@ Gibbs conditionals used by every sampler in :mod:`sklearn_ibp.solvers`.
 
 from __future__ import annotations
 
+from collections import Counter
+
 import numpy as np
 from scipy.special import betaln, gammaln
 from sklearn.utils import check_random_state
@@ -148,12 +150,23 @@ def ibp_log_prob(Z, alpha: float, beta: float = 1.0) -> float:
     -------
     float
     """
-    Z = left_order(Z)
+    Z = np.asarray(Z)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    Z = Z != 0
+    counts = Z.sum(axis=0)
+    Z = Z[:, counts > 0]
+    counts = counts[counts > 0].astype(float)
     n_samples, n_features = Z.shape
-    counts = Z.sum(axis=0).astype(float)
     log_p = n_features * np.log(alpha * beta) - alpha * harmonic_rate(n_samples, beta)
     if n_features:
-        _, multiplicity = np.unique(Z.T, axis=0, return_counts=True)
+        # K_h: how many columns share each history. The probability does not depend on
+        # the column order, so the columns are counted by their packed bits instead of
+        # being left-ordered (a sort of N-long keys, slow for large N).
+        packed = np.packbits(Z, axis=0)
+        multiplicity = np.fromiter(
+            Counter(packed[:, k].tobytes() for k in range(n_features)).values(), dtype=float
+        )
         log_p -= np.sum(gammaln(multiplicity + 1.0))
         log_p += np.sum(betaln(counts, n_samples - counts + beta))
     return float(log_p)
