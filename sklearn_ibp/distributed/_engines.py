@@ -10,7 +10,7 @@ the result the lost worker would have sent.
 from __future__ import annotations
 
 import time
-from concurrent.futures import CancelledError, ThreadPoolExecutor
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
 from ..base import SamplingStoppedError
 
@@ -28,21 +28,35 @@ class ThreadEngine:
 
     def __init__(self, n_workers):
         self.n_workers = int(n_workers)
+        self.n_resent = 0
         self._pool = None
         self._data = []
 
     def place(self, data):
         self._data = list(data)
 
-    def map(self, function, args_per_shard):
-        """``[function(data_p, *args_p) for each shard p]``, the shards concurrently."""
-        if len(args_per_shard) == 1 or self.n_workers == 1:
-            return [function(self._data[p], *args) for p, args in enumerate(args_per_shard)]
+    def submit(self, p, function, args):
+        """Start ``function(data_p, *args)`` on a thread; a handle for :meth:`collect`."""
+        if self.n_workers == 1:
+            done = Future()
+            done.set_result(function(self._data[p], *args))
+            return done
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.n_workers, thread_name_prefix="ibp-shard")
-        futures = [self._pool.submit(function, self._data[p], *args)
-                   for p, args in enumerate(args_per_shard)]
-        return [f.result() for f in futures]
+        return self._pool.submit(function, self._data[p], *args)
+
+    def collect(self, task):
+        return task.result()
+
+    def cancel(self, task):
+        task.cancel()
+
+    def map(self, function, args_per_shard):
+        """``[function(data_p, *args_p) for each shard p]``, the shards concurrently."""
+        if len(args_per_shard) == 1:
+            return [function(self._data[0], *args_per_shard[0])]
+        tasks = [self.submit(p, function, args) for p, args in enumerate(args_per_shard)]
+        return [self.collect(task) for task in tasks]
 
     def close(self):
         if self._pool is not None:
@@ -106,7 +120,7 @@ class DaskEngine:
         self.client = client
         self.worker_timeout = float(worker_timeout)
         self.max_resends = int(max_resends)
-        self.last_resends = 0
+        self.n_resent = 0
         self._data = []
         self._handles = []
 
@@ -131,61 +145,61 @@ class DaskEngine:
     def _n_workers(self):
         return len(self.client.scheduler_info().get("workers", {}))
 
-    def map(self, function, args_per_shard):
-        """``[function(data_p, *args_p) for each shard p]`` on the cluster."""
+    def submit(self, p, function, args):
+        """Start ``function(data_p, *args)`` on the cluster; a handle for :meth:`collect`."""
+        future = self.client.submit(function, self._handles[p], *args, pure=False)
+        return {"shard": p, "function": function, "args": args, "future": future}
+
+    def collect(self, task):
+        """The result of a task from :meth:`submit`, sending it again if it is lost."""
         distributed = self._distributed
         loss = _loss_errors()
-
-        def submit(p):
-            return self.client.submit(function, self._handles[p], *args_per_shard[p],
-                                      pure=False)
-
-        pending = {p: submit(p) for p in range(len(args_per_shard))}
-        results = [None] * len(args_per_shard)
-        resends = [0] * len(args_per_shard)
+        p = task["shard"]
+        resends = 0
         no_worker_since = None
-        while pending:
+        while True:
+            future = task["future"]
             try:
-                distributed.wait(list(pending.values()), timeout=0.5,
-                                 return_when="FIRST_COMPLETED")
+                distributed.wait([future], timeout=0.5)
             except (TimeoutError, *loss):
-                pass  # a task was lost, or none finished yet: look at each of them
-            for p, future in list(pending.items()):
-                if future.status == "pending":
-                    continue
-                if future.status == "finished":
-                    try:
-                        results[p] = future.result()
-                        del pending[p]
-                        continue
-                    except loss:
-                        pass  # finished, but its worker died before the result came
-                else:
-                    error = future.exception() if future.status == "error" else None
-                    if error is not None and not isinstance(error, loss):
-                        raise error
-                resends[p] += 1
-                if resends[p] > self.max_resends:
-                    raise WorkersLostError(
-                        f"shard {p} was lost {resends[p]} times in one round; stopping."
-                    )
-                # Its rows may have died with the worker: scatter them again.
-                self._handles[p] = self._scatter(self._data[p])
-                pending[p] = submit(p)
-            if pending:
+                pass  # lost, or not finished yet: look at it
+            if future.status == "pending":
                 if self._n_workers() == 0:
                     no_worker_since = no_worker_since or time.monotonic()
                     if time.monotonic() - no_worker_since > self.worker_timeout:
-                        for future in pending.values():
-                            future.cancel()
+                        future.cancel()
                         raise WorkersLostError(
                             f"no Dask worker has been left for {self.worker_timeout:g} s "
-                            f"to run shard(s) {sorted(pending)}; the fit stops here."
+                            f"to run shard {p}; the fit stops here."
                         )
                 else:
                     no_worker_since = None
-        self.last_resends = sum(resends)
-        return results
+                continue
+            if future.status == "finished":
+                try:
+                    return future.result()
+                except loss:
+                    pass  # finished, but its worker died before the result came
+            else:
+                error = future.exception() if future.status == "error" else None
+                if error is not None and not isinstance(error, loss):
+                    raise error
+            resends += 1
+            self.n_resent += 1
+            if resends > self.max_resends:
+                raise WorkersLostError(f"shard {p} was lost {resends} times; stopping.")
+            # Its rows may have died with the worker: scatter them again.
+            self._handles[p] = self._scatter(self._data[p])
+            task["future"] = self.client.submit(task["function"], self._handles[p],
+                                                *task["args"], pure=False)
+
+    def cancel(self, task):
+        task["future"].cancel()
+
+    def map(self, function, args_per_shard):
+        """``[function(data_p, *args_p) for each shard p]`` on the cluster."""
+        tasks = [self.submit(p, function, args) for p, args in enumerate(args_per_shard)]
+        return [self.collect(task) for task in tasks]
 
     def close(self):
         if self._cluster is not None:

@@ -273,8 +273,9 @@ class ParallelAccelerated(BaseIBPSolver):
             args_per_shard = [(replace(args_per_shard[0][0], rng=rng),)
                               + tuple(args_per_shard[0][1:])]
         engine = self._engine_for(state)
+        before = engine.n_resent
         results = engine.map(function, args_per_shard)
-        self.n_resent_ += getattr(engine, "last_resends", 0)
+        self.n_resent_ += engine.n_resent - before
         if alone and isinstance(results[0], ShardState):
             rng.bit_generator.state = results[0].rng.bit_generator.state
             results[0] = replace(results[0], rng=None)
