@@ -86,6 +86,7 @@ class RoundMessage:
     refresh: bool
     alone: bool
     feature_subsample: float | None
+    impute: bool = False
 
 
 def exact_statistics(Z, X):
@@ -226,6 +227,15 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
             position += int(advanced)
         if message.alone:
             K = _compact(Z, work, K)
+    imputed = shard.imputed
+    if message.impute and data.missing.size:
+        # Asynchronous mode: the shard redraws its missing entries itself, given a draw
+        # of A from its own view of the feature posterior (no round trip to the root).
+        A = work["mean"][:K].copy()
+        if K:
+            A += np.linalg.cholesky(work["cov"][:K, :K]) @ rng.standard_normal((K, X.shape[1]))
+        draw = Z[:, :K].astype(float) @ A + message.sigma_x * rng.standard_normal(X.shape)
+        imputed = draw.flat[data.missing].copy()
     # Own statistics: what this round's sweeps leave after the others' are taken out
     # (for a shard alone ``others`` is exactly zero, so these are the sampler's own).
     K0 = others_counts.shape[0]
@@ -243,6 +253,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         gram=own_gram,
         cross=own_cross,
         rng=rng,
+        imputed=imputed,
         windows_done=windows_done,
         cov=work["cov"][:K, :K].copy() if message.alone else None,
         mean=work["mean"][:K].copy() if message.alone else None,

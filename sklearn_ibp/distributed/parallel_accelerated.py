@@ -91,6 +91,16 @@ class ParallelAccelerated(BaseIBPSolver):
         Accelerated sweeps each shard runs between two synchronisations; one estimator
         iteration is one synchronisation. More sweeps mean less communication and more
         latency between shards (the seed found 10 to 20 costing little mixing, Fig. 5.7).
+    mode : {"synchronous", "asynchronous"}, default="synchronous"
+        Synchronous: every shard waits for all the others at each synchronisation, and
+        all start the next round from the same totals. Asynchronous (sec. 5.1,
+        "Asynchronous Operation"): a shard's message is taken in as soon as it comes
+        (in shard order, so the result is still reproducible) and the shard is sent on at
+        once with the latest totals, in which the other shards are up to one round
+        behind; nobody waits for the slowest shard or for the root's hyperparameter step,
+        which uses the latest messages (the residuals from the summed statistics), and
+        each shard redraws its own missing entries. One estimator iteration takes in
+        every shard's message once.
     backend : {"threads", "dask"}, default="threads"
         Where the shards run: threads of this process (no extra dependency; the numba
         sweeps release the GIL) or the workers of a Dask cluster (install the
@@ -141,6 +151,7 @@ class ParallelAccelerated(BaseIBPSolver):
     _parameter_constraints: dict = {
         "n_shards": [Interval(Integral, 1, None, closed="left")],
         "sweeps_per_sync": [Interval(Integral, 1, None, closed="left")],
+        "mode": [StrOptions({"synchronous", "asynchronous"})],
         "backend": [StrOptions({"threads", "dask"})],
         "client": "no_validation",
         "n_workers": [Interval(Integral, 1, None, closed="left"), None],
@@ -151,11 +162,12 @@ class ParallelAccelerated(BaseIBPSolver):
         "worker_timeout": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_shards=2, sweeps_per_sync=1, backend="threads", client=None,
-                 n_workers=None, feature_subsample=None, window=1, refresh_every=100,
-                 k_max=4, worker_timeout=60.0):
+    def __init__(self, n_shards=2, sweeps_per_sync=1, mode="synchronous", backend="threads",
+                 client=None, n_workers=None, feature_subsample=None, window=1,
+                 refresh_every=100, k_max=4, worker_timeout=60.0):
         self.n_shards = n_shards
         self.sweeps_per_sync = sweeps_per_sync
+        self.mode = mode
         self.backend = backend
         self.client = client
         self.n_workers = n_workers
@@ -203,6 +215,10 @@ class ParallelAccelerated(BaseIBPSolver):
         """Shut down the threads, or the ``LocalCluster`` this solver started."""
         engine = getattr(self, "_engine", None)
         if engine is not None:
+            for task, *_ in getattr(self, "_in_flight", {}).values():
+                engine.cancel(task)
+            self._in_flight = {}
+            self._flight_owner = None
             engine.close()
             self._engine = None
 
@@ -229,7 +245,7 @@ class ParallelAccelerated(BaseIBPSolver):
         K = Z.shape[1]
         state.Z = np.ascontiguousarray(Z, dtype=np.int8)
         bounds = np.linspace(0, N, self.n_shards + 1).round().astype(np.int64)
-        if self.n_shards == 1:
+        if self.n_shards == 1 and self.mode == "synchronous":
             # Alone, the shard draws from the chain's own stream (the serial sampler).
             rngs = [None]
         else:
@@ -249,6 +265,8 @@ class ParallelAccelerated(BaseIBPSolver):
             refresh=True,
             data_version=object(),
             sum_of_squares=float(np.sum(state.X**2)),
+            ids=np.arange(K, dtype=np.int64),
+            next_id=K,
         )
         self._set_totals(state)
         if not hasattr(self, "timings_"):
@@ -268,7 +286,7 @@ class ParallelAccelerated(BaseIBPSolver):
     def _run(self, state, function, args_per_shard, rng):
         """Run ``function`` on every shard; a lone shard borrows the chain's stream."""
         shards = state.stats["shards"]
-        alone = len(shards) == 1
+        alone = len(shards) == 1 and shards[0].rng is None
         if alone:
             args_per_shard = [(replace(args_per_shard[0][0], rng=rng),)
                               + tuple(args_per_shard[0][1:])]
@@ -281,19 +299,25 @@ class ParallelAccelerated(BaseIBPSolver):
             results[0] = replace(results[0], rng=None)
         return results
 
-    def sweep(self, state: FeatureState, rng) -> None:
+    def _message(self, state, *, impute=False) -> RoundMessage:
         st = state.stats
-        shards = st["shards"]
         total = st["total"]
-        message = RoundMessage(
+        return RoundMessage(
             counts=total["counts"], gram=total["gram"], cross=total["cross"],
             n_total=state.X.shape[0], alpha=state.alpha, beta=state.beta,
             sigma_x=state.sigma_x, sigma_a=state.sigma_a,
             n_sweeps=int(self.sweeps_per_sync), window=int(self.window),
             k_max=int(self.k_max), refresh_every=int(self.refresh_every),
-            refresh=bool(st["refresh"]), alone=len(shards) == 1,
-            feature_subsample=self.feature_subsample,
+            refresh=bool(st["refresh"]) or impute, alone=len(st["shards"]) == 1 and not impute,
+            feature_subsample=self.feature_subsample, impute=impute,
         )
+
+    def sweep(self, state: FeatureState, rng) -> None:
+        if self.mode == "asynchronous":
+            return self._sweep_asynchronous(state)
+        st = state.stats
+        shards = st["shards"]
+        message = self._message(state)
         start = time.perf_counter()
         new = self._run(state, run_round,
                         [(s, message, p == st["token"]) for p, s in enumerate(shards)], rng)
@@ -332,9 +356,121 @@ class ParallelAccelerated(BaseIBPSolver):
             mean=None if shard.mean is None else shard.mean[keep],
         )
 
+    # -- asynchronous operation ------------------------------------------------------------
+    # Features carry global ids that are never reused: a shard's message comes back in the
+    # numbering it was sent with (plus the features it created, if it held the token), and
+    # the root maps it to the current one. A feature is dropped only when no shard has it
+    # and no shard in flight was sent totals in which it was alive (so none can take it up).
+    def _flight(self, state):
+        if getattr(self, "_flight_owner", None) is not state:
+            for task, *_ in getattr(self, "_in_flight", {}).values():
+                self._engine.cancel(task)
+            self._in_flight = {}
+            self._flight_owner = state
+        return self._in_flight
+
+    def _submit(self, state, p):
+        st = state.stats
+        engine = self._engine_for(state)
+        token = st["token"] == p
+        task = engine.submit(p, run_round, (st["shards"][p], self._message(state, impute=True),
+                                            token))
+        self._in_flight[p] = (task, st["ids"].copy(), st["total"]["counts"].copy(), token,
+                              time.perf_counter())
+
+    def _sweep_asynchronous(self, state) -> None:
+        st = state.stats
+        in_flight = self._flight(state)
+        engine = self._engine_for(state)
+        P = len(st["shards"])
+        for p in range(P):
+            if p not in in_flight:
+                self._submit(state, p)
+        start = time.perf_counter()
+        waited = 0.0
+        for p in range(P):
+            task, sent_ids, _, token, _ = in_flight.pop(p)
+            before = time.perf_counter()
+            resent = engine.n_resent
+            result = engine.collect(task)
+            waited += time.perf_counter() - before
+            self.n_resent_ += engine.n_resent - resent
+            self._take_in(state, p, result, sent_ids)
+            if token:
+                st["token"] = (p + 1) % P
+            self._drop_dead_features(state)
+            self._submit(state, p)
+            self.timings_["compute"].append(result.compute_seconds)
+        st["refresh"] = False
+        # The chain's state: the features some row has (a feature nobody has may be kept
+        # for a shard in flight, but it is not part of Z).
+        live = st["total"]["counts"] > 0
+        state.Z = np.concatenate([s.Z for s in st["shards"]], axis=0)[:, live]
+        state.n_features = int(state.Z.shape[1])
+        self.timings_["round"].append(waited)
+        self.timings_["root"].append(time.perf_counter() - start - waited)
+
+    def _take_in(self, state, p, result, sent_ids):
+        """Put shard ``p``'s message into the current numbering and the totals."""
+        st = state.stats
+        n_new = result.Z.shape[1] - sent_ids.size
+        new_ids = np.arange(st["next_id"], st["next_id"] + n_new, dtype=np.int64)
+        st["next_id"] += n_new
+        ids = np.concatenate([st["ids"], new_ids])
+        position = {int(i): j for j, i in enumerate(ids)}
+        where = np.array([position.get(int(i), -1) for i in np.concatenate([sent_ids, new_ids])],
+                         dtype=np.int64)
+        kept = where >= 0
+        # A feature dropped while the shard was out could not have been taken up by it.
+        assert not result.counts[~kept].any()
+        K = ids.size
+        cols, src = where[kept], np.flatnonzero(kept)
+        Z = np.zeros((result.Z.shape[0], K), dtype=np.int8)
+        Z[:, cols] = result.Z[:, src]
+        counts = np.zeros(K, dtype=np.int64)
+        counts[cols] = result.counts[src]
+        gram = np.zeros((K, K))
+        gram[np.ix_(cols, cols)] = result.gram[np.ix_(src, src)]
+        cross = np.zeros((K, result.cross.shape[1]))
+        cross[cols] = result.cross[src]
+        shards = [replace(s, Z=_pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
+                          gram=_pad_to(s.gram, K, square=True), cross=_pad_to(s.cross, K))
+                  for s in st["shards"]]
+        missing = st["missing"]
+        fresh = missing is not None and result.imputed.size == missing[p].size > 0
+        # A shard sent out before the missing entries were known keeps the root's values.
+        imputed = result.imputed if fresh else st["shards"][p].imputed
+        shards[p] = replace(result, Z=Z, counts=counts, gram=gram, cross=cross,
+                            imputed=imputed)
+        st["shards"] = shards
+        st["ids"] = ids
+        if fresh:
+            bounds = st["bounds"]
+            X = state.X.copy()
+            X[bounds[p]:bounds[p + 1]].flat[st["missing"][p]] = result.imputed
+            state.X = X
+            st["sum_of_squares"] = float(np.sum(X**2))
+        self._set_totals(state)
+
+    def _drop_dead_features(self, state):
+        st = state.stats
+        dead = st["total"]["counts"] == 0
+        for _, sent_ids, sent_counts, _, _ in self._in_flight.values():
+            alive_there = np.isin(st["ids"], sent_ids[sent_counts > 0])
+            dead &= ~alive_there
+        if dead.any():
+            keep = np.flatnonzero(~dead)
+            st["shards"] = [self._compact_shard(s, keep) for s in st["shards"]]
+            st["ids"] = st["ids"][keep]
+            self._set_totals(state)
+
     def sufficient_statistics(self, state):
+        """``(Z^T Z, Z^T X)`` summed over the shards, over the features some row has."""
         total = state.stats["total"]
-        return total["gram"].copy(), total["cross"].copy()
+        live = np.flatnonzero(total["counts"] > 0)
+        if live.size == total["counts"].size:
+            return total["gram"].copy(), total["cross"].copy()
+        return total["gram"][np.ix_(live, live)], total["cross"][live]
 
     def log_likelihood(self, state) -> float:
         gram, cross = self.sufficient_statistics(state)
@@ -344,7 +480,13 @@ class ParallelAccelerated(BaseIBPSolver):
         )
 
     def residual_sum_of_squares(self, state, A) -> float:
-        """``sum (X - Z A)^2``, each shard over its own rows, summed up the tree."""
+        """``sum (X - Z A)^2``, each shard over its own rows, summed up the tree (in the
+        asynchronous mode, from the summed statistics, without a round trip)."""
+        if self.mode == "asynchronous":
+            gram, cross = self.sufficient_statistics(state)
+            rss = (state.stats["sum_of_squares"] - 2.0 * np.sum(A * cross)
+                   + np.sum(A * (gram @ A)))
+            return max(float(rss), 0.0)
         values = self._run(state, residual_sum_of_squares,
                            [(s, A) for s in state.stats["shards"]], None)
         return tree_sum(values)
@@ -360,6 +502,11 @@ class ParallelAccelerated(BaseIBPSolver):
                             for p, (s, idx) in enumerate(zip(st["shards"], st["missing"],
                                                              strict=True))]
             st["data_version"] = object()
+            if self.mode == "asynchronous":
+                # Shards already out keep their old rows; the next ones go with these.
+                self._engine_for(state)
+        if self.mode == "asynchronous":
+            return  # each shard redraws its own missing entries (see _sweep_asynchronous)
         new = self._run(state, impute, [(s, A, state.sigma_x) for s in st["shards"]], rng)
         X = state.X.copy()
         for p, s in enumerate(new):
