@@ -5,6 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy.special import expit, logsumexp
 from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
@@ -367,6 +368,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             )
         if hasattr(solver, "_validate_params"):
             solver._validate_params()
+        if (getattr(solver, "backend", None) == "dask" and self.n_chains > 1
+                and effective_n_jobs(self.n_jobs) > 1):
+            raise ValueError(
+                f"solver={name!r} with backend='dask' runs its shards on the Dask cluster; "
+                f"the chains cannot also run in n_jobs={self.n_jobs!r} worker processes. "
+                "Leave n_jobs=None (the chains then run one after another on the cluster)."
+            )
         return solver
 
     @_fit_context(prefer_skip_nested_validation=True)
