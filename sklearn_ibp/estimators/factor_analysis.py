@@ -137,7 +137,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map"`` (every
         likelihood) and ``"tempering"`` (the real-valued ones); ``"variational"`` and
         ``"finite_variational"`` (mean-field variational inference, linear-Gaussian
-        only; see Notes); see :doc:`/choosing_solver`. A solver that cannot serve
+        only; see Notes); ``"parallel_accelerated"`` (data-parallel accelerated Gibbs on
+        shards of rows, on threads or a Dask cluster: configure it as
+        :class:`~sklearn_ibp.distributed.ParallelAccelerated`, see :doc:`/parallel`); see
+        :doc:`/choosing_solver`. A solver that cannot serve
         ``likelihood`` (and ``weights``) is refused with an error naming those that can.
     n_iter : int, default=100
         Sweeps per chain.
@@ -151,7 +154,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Number of chains run at the same time when ``n_chains > 1``, in joblib worker
         processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
         uses all processors. Each chain keeps its own random stream, so the result is
-        bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
+        bit-identical to ``n_jobs=None`` for the same ``random_state`` (a solver whose
+        shards run on Dask needs ``n_jobs=None``). In parallel the
         progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
         chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
