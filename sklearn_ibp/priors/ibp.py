@@ -20,6 +20,7 @@ __all__ = [
     "expected_n_features",
     "existing_feature_log_odds",
     "ibp_log_prob",
+    "labelled_ibp_log_prob",
     "left_order",
     "new_feature_rate",
     "sample_alpha_posterior",
@@ -169,6 +170,64 @@ def ibp_log_prob(Z, alpha: float, beta: float = 1.0) -> float:
         )
         log_p -= np.sum(gammaln(multiplicity + 1.0))
         log_p += np.sum(betaln(counts, n_samples - counts + beta))
+    return float(log_p)
+
+
+def labelled_ibp_log_prob(Z, alpha: float, beta: float = 1.0, n_columns=None) -> float:
+    """Log probability of the labelled matrix ``Z`` with ``n_columns`` column slots.
+
+    The IBP puts probability ``P([Z])`` (:func:`ibp_log_prob`) on the left-ordered class of
+    ``Z``. Spread evenly over the class's labelled versions with ``n_columns`` slots (the
+    ``K`` non-empty columns in any of the ``n_columns! / (n_columns - K)!`` ordered
+    placements, identical columns not told apart), it gives every labelled matrix
+
+    ``log P_lab(Z) = K log(alpha beta) - alpha sum_n beta/(beta+n-1)
+    + sum_k log B(m_k, N - m_k + beta) + log (n_columns - K)! - log n_columns!``,
+
+    the ``K_h!`` of :func:`ibp_log_prob` cancelling against the count of labelled versions.
+    Summed over all ``N x n_columns`` binary matrices it is the IBP's probability that
+    ``K <= n_columns``. It is the target of the exact Metropolis-corrected parallel
+    sampler (:class:`~sklearn_ibp.distributed.ParallelAccelerated` with
+    ``correction="metropolis"``), whose state is a labelled matrix of fixed width.
+
+    Parameters
+    ----------
+    Z : array-like of shape (n_samples, n_features)
+        Binary matrix; its empty columns are free slots.
+    alpha : float
+        Concentration, > 0.
+    beta : float, default=1.0
+        Stickiness, > 0.
+    n_columns : int or None, default=None
+        Number of column slots (``n_features`` when None). Must be at least the number of
+        non-empty columns of ``Z``.
+
+    Returns
+    -------
+    float
+    """
+    Z = np.asarray(Z)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    counts = (Z != 0).sum(axis=0)
+    n_columns = Z.shape[1] if n_columns is None else int(n_columns)
+    return _labelled_log_prob_from_counts(counts, Z.shape[0], alpha, beta, n_columns)
+
+
+def _labelled_log_prob_from_counts(counts, n_samples: int, alpha: float, beta: float,
+                                  n_columns: int) -> float:
+    """:func:`labelled_ibp_log_prob` from the column counts ``m_k`` (zeros are free
+    slots) and the number of rows."""
+    counts = np.asarray(counts)
+    counts = counts[counts > 0].astype(float)
+    K = counts.size
+    if K > n_columns:
+        raise ValueError(
+            f"Z has {K} non-empty columns, more than its n_columns={n_columns} slots."
+        )
+    log_p = K * np.log(alpha * beta) - alpha * harmonic_rate(n_samples, beta)
+    log_p += np.sum(betaln(counts, n_samples - counts + beta))
+    log_p += gammaln(n_columns - K + 1.0) - gammaln(n_columns + 1.0)
     return float(log_p)
 
 

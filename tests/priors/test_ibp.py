@@ -12,6 +12,7 @@ from sklearn_ibp.priors.ibp import (
     ibp_truncation_bound,
     ibp_truncation_bound_heuristic,
     ibp_truncation_bound_log,
+    labelled_ibp_log_prob,
     left_order,
     new_feature_rate,
     sample_alpha_posterior,
@@ -35,6 +36,45 @@ def test_log_prob_sums_to_one_over_classes(n_rows, alpha, beta):
         Z = np.array([[(h >> (n_rows - 1 - n)) & 1 for h in key] for n in range(n_rows)])
         Z = Z.reshape(n_rows, len(key))
         assert np.exp(ibp_log_prob(Z, alpha, beta)) == pytest.approx(probs[key] * total)
+
+
+
+@pytest.mark.parametrize("n_rows, n_columns, alpha, beta",
+                         [(3, 3, 0.7, 1.0), (3, 4, 1.3, 1.0), (2, 5, 0.9, 2.0)])
+def test_labelled_log_prob_spreads_each_class_over_its_labelled_versions(
+        n_rows, n_columns, alpha, beta):
+    """Summed over every labelled ``n_rows x n_columns`` binary matrix of a class, the
+    labelled probability is the class's ``P([Z])``; over all of them, ``P(K <= n_columns)``
+    (the target of the exact parallel sampler, ``correction="metropolis"``)."""
+    n_cells = n_rows * n_columns
+    cells = (np.arange(2**n_cells)[:, None] >> np.arange(n_cells)) & 1
+    by_class = {}
+    for bits in cells:
+        Z = bits.reshape(n_rows, n_columns)
+        p = np.exp(labelled_ibp_log_prob(Z, alpha, beta, n_columns))
+        key = history_key(Z)
+        by_class[key] = by_class.get(key, 0.0) + p
+        # Column order and width up to n_columns do not matter.
+        assert labelled_ibp_log_prob(Z[:, ::-1], alpha, beta) == pytest.approx(np.log(p))
+    for key, p in by_class.items():
+        Z = np.array([[(h >> (n_rows - 1 - n)) & 1 for h in key] for n in range(n_rows)])
+        Z = Z.reshape(n_rows, len(key))
+        assert p == pytest.approx(np.exp(ibp_log_prob(Z, alpha, beta)), rel=1e-10)
+        assert labelled_ibp_log_prob(Z, alpha, beta, n_columns) == pytest.approx(
+            np.log(p) - np.log(np.prod(np.arange(n_columns - len(key) + 1, n_columns + 1))
+                               / _identical_column_arrangements(key)))
+    assert sum(by_class.values()) == pytest.approx(
+        poisson.cdf(n_columns, expected_n_features(n_rows, alpha, beta)), rel=1e-10
+    )
+    with pytest.raises(ValueError, match="3 non-empty columns, more than its n_columns=2"):
+        labelled_ibp_log_prob(np.eye(3), alpha, beta, n_columns=2)
+
+
+def _identical_column_arrangements(key):
+    """``prod_h K_h!`` for a class key (its repeated histories)."""
+    from math import factorial
+
+    return float(np.prod([factorial(key.count(h)) for h in set(key)]))
 
 
 def test_buffet_draws_match_class_probabilities():
