@@ -152,17 +152,39 @@ class LeakyNoisyOr(FeatureLikelihood):
         A slice step leaves the exact conditional invariant, so the chain targets the exact
         posterior (no approximation); an evaluation costs O(K), not O(N D).
         """
+        n_zero, n_one = self.count_table(X, observed, Z, A)
+        A = np.asarray(A, dtype=np.float64)
+        return self.sample_parameters_from_table(
+            n_zero, n_one, float(np.sum(A > 0.5)), int(A.size), params, rng)
+
+    @staticmethod
+    def count_table(X, observed, Z, A):
+        """``(n0, n1)``: ``n0[c]`` (``n1[c]``) the observed zeros (ones) of ``X`` reached by
+        ``c = (z_n A)_d`` active features, int64 arrays of equal length (at least 1).
+
+        All that ``epsilon`` and ``lambda``'s likelihood depends on; sums of the tables of
+        blocks of rows are the table of their union (the data-parallel sampler's message).
+        """
         X = np.asarray(X, dtype=np.float64)
         mask = np.asarray(observed).astype(bool)
         counts = _counts(Z, A)
         ones = mask & (X > 0.5)
         zeros = mask & ~(X > 0.5)
-        n_zero_total = float(np.sum(zeros))
-        zero_count_sum = float(np.sum(counts[zeros]))
-        one_tally = np.bincount(counts[ones], minlength=1)
+        length = int(counts.max(initial=0)) + 1
+        return (np.bincount(counts[zeros], minlength=length).astype(np.int64),
+                np.bincount(counts[ones], minlength=length).astype(np.int64))
+
+    def sample_parameters_from_table(self, n_zero, n_one, n_on, n_entries, params, rng
+                                     ) -> dict:
+        """:meth:`sample_parameters` given the tallies of :meth:`count_table` and the number
+        ``n_on`` of ones among the ``n_entries`` entries of ``A`` (same draws)."""
+        n_zero = np.asarray(n_zero, dtype=np.int64)
+        n_one = np.asarray(n_one, dtype=np.int64)
+        n_zero_total = float(np.sum(n_zero))
+        zero_count_sum = float(np.sum(np.arange(n_zero.size, dtype=np.int64) * n_zero))
         # (count, number of ones at that count): at most K + 1 pairs, so plain floats
         # evaluate faster than NumPy calls in the slice sampler's loop.
-        one_levels = [(float(c), float(m)) for c, m in enumerate(one_tally) if m > 0]
+        one_levels = [(float(c), float(m)) for c, m in enumerate(n_one) if m > 0]
 
         def log_likelihood(log_eps, log_lam):
             total = n_zero_total * log_eps
@@ -197,11 +219,25 @@ class LeakyNoisyOr(FeatureLikelihood):
         v = slice_sample(log_density_lam, _logit(float(params["lambda"])), rng, width=2.0)
         lam = _sigmoid(v)
 
-        A = np.asarray(A, dtype=np.float64)
-        n_on = float(np.sum(A > 0.5))
+        n_on = float(n_on)
         a, b = self.p_a_prior
-        p_a = float(rng.beta(a + n_on, b + A.size - n_on))
+        p_a = float(rng.beta(a + n_on, b + n_entries - n_on))
         return {**params, "epsilon": epsilon, "lambda": lam, "p_a": p_a}
+
+    def log_likelihood_from_table(self, n_zero, n_one, params) -> float:
+        """``log P(X | Z, A)`` over the observed entries from the tallies of
+        :meth:`count_table` (``sum_c n0[c] (log eps + c log lambda) + n1[c] log(1 - eps
+        lambda^c)``)."""
+        n_zero = np.asarray(n_zero, dtype=np.float64)
+        n_one = np.asarray(n_one, dtype=np.float64)
+        c = np.arange(n_zero.size, dtype=np.float64)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            log_zero = math.log(float(params["epsilon"])) + np.where(
+                c > 0, c * math.log(float(params["lambda"])), 0.0)
+            log_one = np.log(-np.expm1(log_zero))
+        total = float(np.sum(n_zero * log_zero))
+        total += float(np.sum(np.where(n_one > 0, n_one * log_one, 0.0)))
+        return total
 
     def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
         """``sum_d log P(x_nd | z_n, A)`` over the observed entries of each row, with
