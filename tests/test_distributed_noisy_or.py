@@ -57,3 +57,242 @@ def test_count_table_and_its_log_likelihood():
         np.testing.assert_array_equal(np.pad(a, (0, length - a.size))
                                       + np.pad(b, (0, length - b.size)),
                                       np.pad(whole, (0, length - whole.size)))
+
+
+# -- the shard kernels reduce to the serial ones --------------------------------------------
+def test_cavity_sweep_with_a_flat_prior_is_the_serial_sweep():
+    from sklearn_ibp.distributed._noisy_or_kernels import sweep_features_cavity
+    from sklearn_ibp.likelihoods._leaky_noisy_or_kernels import sweep_noisy_or_features
+    from sklearn_ibp.likelihoods.linear_gaussian import _rows_by_feature
+
+    lik, X, observed, Z, A = _small_problem()
+    params = {"epsilon": 0.8, "lambda": 0.15, "p_a": 0.3}
+    noise = lik.noise_array(params, X.shape[1])
+    ptr, rows = _rows_by_feature(Z)
+    serial, mine = A.copy(), A.copy()
+    c1 = np.rint(Z @ A).astype(np.int64)
+    c2 = c1.copy()
+    sweep_noisy_or_features(serial, c1, X, observed, ptr, rows, noise, 0.3,
+                            np.random.default_rng(5))
+    prior = np.full(A.shape, np.log(0.3) - np.log1p(-0.3))
+    cond = np.zeros(A.shape)
+    touched = np.zeros(A.shape, dtype=np.uint8)
+    sweep_features_cavity(mine, c2, X, observed, ptr, rows, noise, prior, cond, touched,
+                          np.random.default_rng(5))
+    np.testing.assert_array_equal(mine, serial)
+    np.testing.assert_array_equal(c2, c1)
+    np.testing.assert_array_equal(c2, np.rint(Z @ mine))
+    # Features no row has: their conditional is the prior, untouched.
+    has = Z.sum(axis=0) > 0
+    np.testing.assert_array_equal(touched[~has], 0)
+    assert touched[has].all()  # 60 rows: every (k, d) has an observed row
+
+
+def test_shard_rows_with_all_rows_and_the_token_is_metropolis_rows():
+    from sklearn_ibp.distributed._noisy_or_kernels import shard_rows
+    from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
+    from sklearn_ibp.solvers._metropolis_kernels import (
+        PROPOSE_DATA,
+        PROPOSE_PRIOR,
+        compact_features,
+        metropolis_rows,
+        refresh_prediction,
+    )
+
+    lik, X, observed, Z0, A0 = _small_problem()
+    params = {"epsilon": 0.8, "lambda": 0.15, "p_a": 0.3}
+    noise = lik.noise_array(params, X.shape[1])
+    prior = np.array([0.3])
+    N, D = X.shape
+    for proposal in (PROPOSE_PRIOR, PROPOSE_DATA):
+        results = []
+        for mine in (False, True):
+            Z = np.zeros((N, 40), dtype=np.int8)
+            Z[:, :4] = Z0
+            A = np.zeros((40, D))
+            A[:4] = A0
+            counts = Z.sum(axis=0).astype(np.int64)
+            pred = np.zeros((N, D))
+            refresh_prediction(Z, A, 4, pred)
+            order = np.empty(N, dtype=np.int64)
+            rng = np.random.default_rng(9)
+            args = (0, order, X, observed, Z, A, pred, counts, 4, OBSERVE_NOISY_OR, noise,
+                    PRIOR_BERNOULLI, prior, 1.0 / N, 0.5, 6, proposal)
+            if mine:
+                K, done = shard_rows(*args, True, N, rng)
+                K = compact_features(Z, A, counts, K)
+            else:
+                K, done = metropolis_rows(*args, rng)
+            assert done == N
+            results.append((K, Z.copy(), A.copy(), counts.copy()))
+        (K1, Z1, A1, c1), (K2, Z2, A2, c2) = results
+        assert K1 == K2
+        np.testing.assert_array_equal(Z1, Z2)
+        np.testing.assert_array_equal(A1, A2)
+        np.testing.assert_array_equal(c1, c2)
+
+
+def test_shard_rows_without_the_token_only_drops_features():
+    from sklearn_ibp.distributed._noisy_or_kernels import shard_rows
+    from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
+    from sklearn_ibp.solvers._metropolis_kernels import PROPOSE_PRIOR, refresh_prediction
+
+    lik, X, observed, Z0, A0 = _small_problem()
+    noise = lik.noise_array({"epsilon": 0.8, "lambda": 0.15, "p_a": 0.3}, X.shape[1])
+    N, D = X.shape
+    # Every row has its own unique feature of random values: some are dropped (others
+    # are taken up by later rows), none is created.
+    K = 4 + N
+    Z = np.zeros((N, K), dtype=np.int8)
+    Z[:, :4] = Z0
+    Z[np.arange(N), 4 + np.arange(N)] = 1
+    A = np.zeros((K, D))
+    A[:4] = A0
+    A[4:] = np.random.default_rng(0).random((N, D)) < 0.5
+    counts = Z.sum(axis=0).astype(np.int64)
+    pred = np.zeros((N, D))
+    refresh_prediction(Z, A, K, pred)
+    K_after, done = shard_rows(0, np.empty(N, dtype=np.int64), X, observed, Z, A, pred,
+                               counts, K, OBSERVE_NOISY_OR, noise, PRIOR_BERNOULLI,
+                               np.array([0.3]), 1.0 / N, 10.0, 6, PROPOSE_PRIOR, False, N,
+                               np.random.default_rng(1))
+    assert K_after == K and done == N  # no slot added, none compacted
+    assert np.sum(counts[4:] == 0) >= 5
+    np.testing.assert_array_equal(counts, Z.sum(axis=0))
+    np.testing.assert_allclose(pred, Z.astype(float) @ A)
+
+
+# -- the solver ---------------------------------------------------------------------------
+def _blocks(N, seed=0):
+    """Binary 6 x 6 images from four 3 x 3 quadrant features through the noisy-or
+    (epsilon = 0.95, lambda = 0.1), each feature on with probability 0.3."""
+    rng = np.random.default_rng(seed)
+    images = np.zeros((4, 6, 6))
+    images[0, :3, :3] = images[1, :3, 3:] = images[2, 3:, :3] = images[3, 3:, 3:] = 1.0
+    A = images.reshape(4, 36)
+    Z = (rng.random((N, 4)) < 0.3).astype(np.int8)
+    X = LeakyNoisyOr().sample_data(Z, A, {"epsilon": 0.95, "lambda": 0.1, "p_a": 0.3}, rng)
+    return X, Z, A
+
+
+def _solver_state(solver, X, Z, A, seed=0, params=None):
+    lik = LeakyNoisyOr()
+    params = params or {"epsilon": 0.9, "lambda": 0.2, "p_a": 0.3}
+    rng = np.random.default_rng(seed)
+    state = solver.initialize(X, None, Z, A, 1.0, params, lik, rng)
+    return lik, state, rng
+
+
+def test_summed_table_is_the_table_of_the_shards_rows():
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, Z, A = _blocks(400)
+    for n_shards in (1, 3):
+        solver = ParallelNoisyOr(n_shards=n_shards, sweeps_per_sync=2)
+        lik, state, rng = _solver_state(solver, X, Z, A)
+        # At the start: the table of the full Z and the starting A.
+        for mine, full in zip(solver.count_table(state), lik.count_table(X, state.observed, Z, A),
+                              strict=True):
+            np.testing.assert_array_equal(mine[: full.size], full)
+            assert not mine[full.size:].any()
+        for _ in range(3):
+            solver.sweep(state, lik, rng)
+            bounds = state.stats["bounds"]
+            n_zero, n_one = solver.count_table(state)
+            expected_zero = np.zeros(64, dtype=np.int64)
+            expected_one = np.zeros(64, dtype=np.int64)
+            for p, shard in enumerate(state.stats["shards"]):
+                a, b = bounds[p], bounds[p + 1]
+                np.testing.assert_array_equal(shard.Z, state.Z[a:b])
+                z, o = lik.count_table(X[a:b], state.observed[a:b], shard.Z, shard.A)
+                expected_zero[: z.size] += z
+                expected_one[: o.size] += o
+            np.testing.assert_array_equal(n_zero, expected_zero[: n_zero.size])
+            np.testing.assert_array_equal(n_one, expected_one[: n_one.size])
+            assert expected_zero[n_zero.size:].sum() == expected_one[n_one.size:].sum() == 0
+            if n_shards == 1:
+                full = lik.count_table(X, state.observed, state.Z, state.stats["shards"][0].A)
+                np.testing.assert_array_equal(n_zero, full[0])
+            # The counts and the natural parameters are the sums of the messages.
+            np.testing.assert_array_equal(state.stats["counts"], state.Z.sum(axis=0))
+            assert (state.stats["counts"] > 0).all()  # dead features dropped everywhere
+            eta = solver.natural_parameters(state)
+            lam = sum(s.lam for s in state.stats["shards"])
+            p_a = state.params["p_a"]
+            np.testing.assert_allclose(eta, np.log(p_a / (1 - p_a)) + lam, atol=1e-12)
+            np.testing.assert_array_equal(state.A, (eta > 0).astype(float))
+
+
+def test_one_shard_cavity_is_the_prior_exactly():
+    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed._noisy_or_shard import cavity_log_odds
+
+    X, Z, A = _blocks(300)
+    solver = ParallelNoisyOr(n_shards=1)
+    lik, state, rng = _solver_state(solver, X, Z, A)
+    for _ in range(3):
+        solver.sweep(state, lik, rng)
+        solver.sample_parameters(state, lik, rng)
+        shard = state.stats["shards"][0]
+        assert np.abs(shard.lam).max() > 1.0  # an informative message
+        cavity = cavity_log_odds(solver._message(state), shard)
+        p_a = state.params["p_a"]
+        np.testing.assert_array_equal(cavity, np.full(cavity.shape, np.log(p_a) - np.log1p(-p_a)))
+    # With several shards the cavity leaves out exactly the shard's own message.
+    solver = ParallelNoisyOr(n_shards=3)
+    lik, state, rng = _solver_state(solver, X, Z, A)
+    solver.sweep(state, lik, rng)
+    shards = state.stats["shards"]
+    message = solver._message(state)
+    logit = np.log(0.3) - np.log1p(-0.3)
+    np.testing.assert_allclose(cavity_log_odds(message, shards[0]),
+                               logit + shards[1].lam + shards[2].lam, atol=1e-12)
+
+
+def test_only_the_token_holder_creates_features():
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, _, _ = _blocks(400)
+    solver = ParallelNoisyOr(n_shards=4, proposal_rate=0.5)
+    lik, state, rng = _solver_state(solver, X, np.zeros((400, 0), dtype=np.int8),
+                                    np.zeros((0, 36)))
+    created = []
+    for round_ in range(6):
+        token = state.stats["token"]
+        assert token == round_ % 4
+        K0 = state.n_features
+        bounds = state.stats["bounds"]
+        solver.sweep(state, lik, rng)
+        made = [s.n_created for s in state.stats["shards"]]
+        assert all(m == 0 for p, m in enumerate(made) if p != token)
+        created.append(made[token])
+        # Features new this round are had only by the token holder's rows.
+        a, b = bounds[token], bounds[token + 1]
+        new_columns = state.Z[:, K0:]
+        assert not new_columns[:a].any() and not new_columns[b:].any()
+    assert sum(created) > 0
+    assert state.n_features > 0
+
+
+def test_registered_for_the_bernoulli_likelihood_only():
+    import pytest
+
+    from sklearn_ibp import IBPFactorAnalysis
+    from sklearn_ibp.distributed import PARALLEL_SOLVERS, ParallelNoisyOr
+    from sklearn_ibp.estimators.factor_analysis import ALL_SOLVERS, _serves
+
+    assert PARALLEL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
+    assert ALL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
+    assert _serves(ParallelNoisyOr, "bernoulli")
+    assert not _serves(ParallelNoisyOr, "gaussian")
+    assert not _serves(ParallelNoisyOr, "exponential")
+    X, _, _ = _blocks(200)
+    with pytest.raises(ValueError, match="cannot serve likelihood='gaussian'"):
+        IBPFactorAnalysis(solver="parallel_noisy_or", n_iter=2).fit(X)
+    est = IBPFactorAnalysis(likelihood="bernoulli", solver="parallel_noisy_or", n_iter=3,
+                            random_state=0).fit(X)
+    assert est._solver.n_shards == 2 and len(est._solver.timings_["round"]) == 3
+    assert np.isfinite(est.traces_["log_joint"]).all()
+    with pytest.raises(ValueError, match="more than the"):
+        IBPFactorAnalysis(likelihood="bernoulli", solver=ParallelNoisyOr(n_shards=5),
+                          n_iter=1).fit(X[:4])

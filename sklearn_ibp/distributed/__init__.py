@@ -4,8 +4,12 @@ cluster, and exchange sufficient statistics by message passing."""
 
 from ._engines import WorkersLostError
 from .parallel_accelerated import ParallelAccelerated
+from .parallel_noisy_or import ParallelNoisyOr
 
 #: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
-PARALLEL_SOLVERS = {"parallel_accelerated": ParallelAccelerated}
+PARALLEL_SOLVERS = {
+    "parallel_accelerated": ParallelAccelerated,
+    "parallel_noisy_or": ParallelNoisyOr,
+}
 
-__all__ = ["PARALLEL_SOLVERS", "ParallelAccelerated", "WorkersLostError"]
+__all__ = ["PARALLEL_SOLVERS", "ParallelAccelerated", "ParallelNoisyOr", "WorkersLostError"]

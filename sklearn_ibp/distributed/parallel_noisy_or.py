@@ -1,0 +1,347 @@
+"""Data-parallel sampling of the binary (leaky noisy-or) IBP model (seed 000 sec. 5.1).
+
+The non-conjugate procedure of sec. 5.1 ("for the Bernoulli model, the statistics
+correspond to counts on how often each element ``A_kd`` is equal to one"): the feature
+posterior is projected onto a product of Bernoullis ``Q(A)``, kept in natural parameters
+``eta = logit(p_a) + sum_p lambda^p`` (K x D log odds); each shard ``p`` draws ``A`` from
+its cavity ``Q^{-p}``, runs uncollapsed sweeps on its rows and sends back its likelihood's
+contribution ``lambda^p`` (see :mod:`._noisy_or_shard`), its counts ``m_k^p`` and a count
+table for ``epsilon`` and ``lambda``. At the root the messages are summed up a binary
+tree (:func:`~.parallel_accelerated.tree_sum`), features no row has are dropped
+everywhere, and the token (the right to create features) moves to the next shard.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
+
+from ..priors.ibp import ibp_log_prob
+from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
+from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
+from ._engines import make_engine
+from ._noisy_or_shard import (
+    NoisyOrMessage,
+    NoisyOrShardData,
+    NoisyOrShardState,
+    run_noisy_or_round,
+)
+from .parallel_accelerated import tree_sum
+
+__all__ = ["ParallelNoisyOr"]
+
+_PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
+
+
+def _pad_rows(array, K):
+    """``array`` with zero rows (features) appended up to ``K``."""
+    if array.shape[0] == K:
+        return array
+    out = np.zeros((K,) + array.shape[1:], dtype=array.dtype)
+    out[: array.shape[0]] = array
+    return out
+
+
+def _pad_columns(Z, K):
+    if Z.shape[1] == K:
+        return Z
+    out = np.zeros((Z.shape[0], K), dtype=Z.dtype)
+    out[:, : Z.shape[1]] = Z
+    return out
+
+
+def _sum_tables(shards):
+    length = max(max(s.n_zero.size, s.n_one.size) for s in shards)
+    n_zero = tree_sum(_pad_rows(s.n_zero, length) for s in shards)
+    n_one = tree_sum(_pad_rows(s.n_one, length) for s in shards)
+    return n_zero, n_one
+
+
+class ParallelNoisyOr(ExplicitFeatureSolver):
+    """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
+
+    Serves ``IBPFactorAnalysis(likelihood="bernoulli")`` only. Synchronous: one estimator
+    iteration is one round, in which every shard runs ``sweeps_per_sync`` uncollapsed
+    sweeps (Algorithm 13 for ``Z``, element-wise Gibbs for ``A``) given the others'
+    statistics at the last synchronisation, then the messages are summed at the root.
+
+    The chain's state: ``Z`` is the shards' rows stacked; ``A`` is the **mode** of
+    ``Q(A)`` (``a_kd = 1`` where ``eta_kd > 0``), not a draw: the shards each hold their
+    own draw, and the mode is the one value of ``A`` the messages agree on (it is what
+    ``components_`` and held-out scores use). ``epsilon`` and ``lambda`` are slice-sampled
+    from the summed count table (each shard's rows under its final ``A``; exactly the
+    serial conditional when the shards' ``A`` are the same), ``p_a`` from the state's
+    ``A``, ``alpha`` from ``Gamma(1 + K, 1 + H_N)``. :meth:`log_joint` takes its
+    likelihood term from the same table (O(K) at the root, no pass over the data).
+
+    Approximations (so ``exact = False``): a shard samples given the others' counts and
+    messages at the last synchronisation, and ``Q(A)`` is a product of Bernoullis
+    refitted each round from Monte Carlo marginals (an EP-style projection, without
+    damping). New features appear only on the token holder and reach the others one round
+    later (the seed's bias toward fewer features, sec. 5.2).
+
+    Parameters
+    ----------
+    n_shards : int, default=2
+        Blocks of rows sampled in parallel.
+    sweeps_per_sync : int, default=1
+        Uncollapsed sweeps per shard between synchronisations (their conditional
+        probabilities are averaged into the tilted marginals ``q``).
+    backend : {"threads", "dask"}, default="threads"
+    client : distributed.Client or None, default=None
+        The cluster for ``backend="dask"``; None starts a ``LocalCluster`` for the fit.
+    n_workers : int or None, default=None
+        Threads (or local Dask workers); None means one per shard.
+    k_max : int, default=6
+        Largest number of new features one proposal may hold (Algorithm 13).
+    proposal : {"prior", "data"}, default="prior"
+        New features' values, as in :class:`~sklearn_ibp.solvers.MetropolisGibbs`.
+    proposal_rate : float or None, default=None
+        Poisson rate of the number of new features proposed; None uses ``alpha / N``.
+    worker_timeout : float, default=60.0
+        Seconds the Dask backend waits with no worker left before it stops the fit.
+
+    Attributes
+    ----------
+    timings_ : dict
+        Per round: ``"round"`` (wall-clock seconds of the sampling phase), ``"compute"``
+        (the slowest shard's own computing time) and ``"root"`` (summing and compaction).
+    n_resent_ : int
+        Shard tasks sent again after a lost Dask worker.
+    """
+
+    name = "parallel_noisy_or"
+    likelihoods = ("noisy_or",)
+    exact = False
+
+    _parameter_constraints: dict = {
+        "n_shards": [Interval(Integral, 1, None, closed="left")],
+        "sweeps_per_sync": [Interval(Integral, 1, None, closed="left")],
+        "backend": [StrOptions({"threads", "dask"})],
+        "client": "no_validation",
+        "n_workers": [Interval(Integral, 1, None, closed="left"), None],
+        "k_max": [Interval(Integral, 1, None, closed="left")],
+        "proposal": [StrOptions(set(_PROPOSALS))],
+        "proposal_rate": [Interval(Real, 0.0, None, closed="neither"), None],
+        "worker_timeout": [Interval(Real, 0, None, closed="neither")],
+    }
+
+    def __init__(self, n_shards=2, sweeps_per_sync=1, backend="threads", client=None,
+                 n_workers=None, k_max=6, proposal="prior", proposal_rate=None,
+                 worker_timeout=60.0):
+        self.n_shards = n_shards
+        self.sweeps_per_sync = sweeps_per_sync
+        self.backend = backend
+        self.client = client
+        self.n_workers = n_workers
+        self.k_max = k_max
+        self.proposal = proposal
+        self.proposal_rate = proposal_rate
+        self.worker_timeout = worker_timeout
+
+    # -- cloning and pickling: the client is shared, the engine is never copied -------------
+    def __sklearn_clone__(self):
+        from sklearn.base import clone
+
+        params = self.get_params(deep=False)
+        client = params.pop("client")
+        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
+
+    def __deepcopy__(self, memo):
+        new = self.__sklearn_clone__()
+        if hasattr(self, "timings_"):
+            new.timings_ = {k: list(v) for k, v in self.timings_.items()}
+            new.n_resent_ = self.n_resent_
+        return new
+
+    def __getstate__(self):
+        state = self.__dict__.copy()
+        state.pop("_engine", None)
+        state.pop("_placed", None)
+        state["client"] = None
+        return state
+
+    # -- the engine ------------------------------------------------------------------------
+    def _engine_for(self, state):
+        engine = getattr(self, "_engine", None)
+        if engine is None:
+            engine = make_engine(self.backend, self.n_workers or self.n_shards, self.client,
+                                 self.worker_timeout)
+            self._engine = engine
+            self._placed = None
+        if getattr(self, "_placed", None) is not state.stats["data_version"]:
+            bounds = state.stats["bounds"]
+            engine.place([
+                NoisyOrShardData(X=np.ascontiguousarray(state.X[a:b]),
+                                 observed=np.ascontiguousarray(state.observed[a:b]))
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
+            ])
+            self._placed = state.stats["data_version"]
+        return engine
+
+    def close(self):
+        """Shut down the threads, or the ``LocalCluster`` this solver started."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            engine.close()
+            self._engine = None
+
+    # -- the solver interface --------------------------------------------------------------
+    def _check_likelihood(self, likelihood):
+        if getattr(likelihood, "name", None) not in self.likelihoods:
+            raise ValueError(
+                f"solver {self.name!r} serves only the leaky noisy-or likelihood "
+                f"(IBPFactorAnalysis(likelihood='bernoulli')); got {likelihood!r}."
+            )
+
+    def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng):
+        """A chain state from ``Z`` (N, K) and ``A`` (K, D); the rows are split into
+        ``n_shards`` contiguous blocks, each with its own random stream drawn from
+        ``rng``; every message ``lambda^p`` starts at 0 (``Q(A)`` is the prior)."""
+        self._validate_params()
+        self._check_likelihood(likelihood)
+        if not (np.isfinite(alpha) and alpha > 0.0):
+            raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
+        X = np.ascontiguousarray(X, dtype=np.float64)
+        if X.ndim != 2:
+            raise ValueError(f"X must be 2-d; got shape {X.shape}.")
+        N, D = X.shape
+        if self.n_shards > N:
+            raise ValueError(
+                f"n_shards={self.n_shards} is more than the {N} rows of X; each shard needs "
+                "at least one row."
+            )
+        if observed is None:
+            observed = np.ones((N, D), dtype=np.uint8)
+        observed = np.asarray(observed)
+        if observed.shape != X.shape:
+            raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
+        Z = np.asarray(Z)
+        if Z.ndim != 2 or Z.shape[0] != N:
+            raise ValueError(f"Z must have shape ({N}, n_features); got {Z.shape}.")
+        if Z.size and not np.isin(Z, (0, 1)).all():
+            raise ValueError("Z must be binary (0/1).")
+        K = Z.shape[1]
+        if A is None:
+            A = likelihood.sample_prior_features(K, D, params, rng)
+        A = np.asarray(A, dtype=np.float64)
+        if A.shape != (K, D):
+            raise ValueError(f"A must have shape ({K}, {D}) to match Z and X; got {A.shape}.")
+        keep = np.flatnonzero(Z.any(axis=0))
+        Z, A = Z[:, keep], (A[keep] > 0.5).astype(np.float64)
+        K = keep.size
+        state = new_explicit_state(X, observed, Z, A, alpha, params, capacity=K)
+        state.Z, state.A = state.Z[:, :K].copy(), state.A[:K].copy()
+        bounds = np.linspace(0, N, self.n_shards + 1).round().astype(np.int64)
+        seeds = rng.integers(0, np.iinfo(np.int64).max, size=self.n_shards)
+        shards = []
+        for p in range(self.n_shards):
+            a, b = bounds[p], bounds[p + 1]
+            Zp = state.Z[a:b].copy()
+            n_zero, n_one = likelihood.count_table(X[a:b], state.observed[a:b], Zp, A)
+            shards.append(NoisyOrShardState(
+                Z=Zp, counts=Zp.sum(axis=0).astype(np.int64), lam=np.zeros((K, D)),
+                n_zero=n_zero, n_one=n_one, rng=np.random.default_rng(int(seeds[p]))))
+        state.stats.update(shards=shards, bounds=bounds, token=0, data_version=object())
+        self._set_totals(state)
+        # Until the first messages come back, the chain's A is the one it started from,
+        # and every shard starts its first round from it (so that feature k means the same
+        # on every shard).
+        state.A = A.copy()
+        state.stats["A_start"] = A.copy()
+        if not hasattr(self, "timings_"):
+            self.timings_ = {"round": [], "compute": [], "root": []}
+            self.n_resent_ = 0
+        return state
+
+    def _set_totals(self, state):
+        """Sum the shards' messages up the tree; set ``Z``, ``A`` (the mode of ``Q``)."""
+        st = state.stats
+        shards = st["shards"]
+        st["counts"] = tree_sum(s.counts for s in shards)
+        st["Lambda"] = tree_sum(s.lam for s in shards)
+        st["n_zero"], st["n_one"] = _sum_tables(shards)
+        state.Z = np.concatenate([s.Z for s in shards], axis=0)
+        state.n_features = int(state.Z.shape[1])
+        state.A = (self.natural_parameters(state) > 0.0).astype(np.float64)
+
+    @staticmethod
+    def natural_parameters(state):
+        """``eta = logit(p_a) + sum_p lambda^p`` (K x D): the log odds of ``Q(A)``."""
+        p_a = float(state.params["p_a"])
+        return (np.log(p_a) - np.log1p(-p_a)) + state.stats["Lambda"]
+
+    def _message(self, state):
+        st = state.stats
+        return NoisyOrMessage(
+            Lambda=st["Lambda"], counts=st["counts"], n_total=int(state.X.shape[0]),
+            alpha=float(state.alpha), epsilon=float(state.params["epsilon"]),
+            lam=float(state.params["lambda"]), p_a=float(state.params["p_a"]),
+            n_sweeps=int(self.sweeps_per_sync), k_max=int(self.k_max),
+            proposal=_PROPOSALS[self.proposal],
+            proposal_rate=None if self.proposal_rate is None else float(self.proposal_rate),
+            A_start=st.get("A_start"),
+        )
+
+    def sweep(self, state, likelihood, rng) -> None:
+        """One round: every shard samples, the messages are summed, dead features dropped,
+        the token moves on. ``rng`` is not used (each shard has its own stream)."""
+        if "shards" not in state.stats:
+            raise ValueError(f"the state was not made by {type(self).__name__}.initialize.")
+        st = state.stats
+        shards = st["shards"]
+        message = self._message(state)
+        engine = self._engine_for(state)
+        start = time.perf_counter()
+        before = engine.n_resent
+        new = engine.map(run_noisy_or_round,
+                         [(s, message, p == st["token"]) for p, s in enumerate(shards)])
+        self.n_resent_ += engine.n_resent - before
+        st["A_start"] = None
+        sampled = time.perf_counter()
+        # Align: only the token holder may have appended features.
+        K = max(s.Z.shape[1] for s in new)
+        new = [replace(s, Z=_pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
+                       lam=_pad_rows(s.lam, K)) for s in new]
+        total = tree_sum(s.counts for s in new)
+        keep = np.flatnonzero(total > 0)
+        if keep.size < K:
+            new = [replace(s, Z=np.ascontiguousarray(s.Z[:, keep]), counts=s.counts[keep],
+                           lam=s.lam[keep], A=None if s.A is None else s.A[keep])
+                   for s in new]
+        st["shards"] = new
+        self._set_totals(state)
+        st["token"] = (st["token"] + 1) % len(new)
+        done = time.perf_counter()
+        self.timings_["round"].append(sampled - start)
+        self.timings_["compute"].append(max(s.compute_seconds for s in new))
+        self.timings_["root"].append(done - sampled)
+
+    def sample_parameters(self, state, likelihood, rng) -> None:
+        """``epsilon`` and ``lambda`` from the summed count table, ``p_a`` from the state's
+        ``A`` (:meth:`LeakyNoisyOr.sample_parameters_from_table`); the mode ``A`` follows
+        the new ``p_a``."""
+        st = state.stats
+        A = state.active_A
+        state.params = likelihood.sample_parameters_from_table(
+            st["n_zero"], st["n_one"], float(np.sum(A > 0.5)), int(A.size), state.params, rng)
+        state.A = (self.natural_parameters(state) > 0.0).astype(np.float64)
+
+    def log_joint(self, state, likelihood) -> float:
+        """``log p(X, Z, A)`` with the likelihood from the summed count table (each shard's
+        rows under its final ``A``), the prior of the state's ``A`` and the IBP prior of
+        ``Z``."""
+        st = state.stats
+        return (
+            likelihood.log_likelihood_from_table(st["n_zero"], st["n_one"], state.params)
+            + likelihood.log_prior_features(state.active_A, state.params)
+            + ibp_log_prob(state.active_Z, state.alpha)
+        )
+
+    def count_table(self, state):
+        """The summed ``(n0, n1)`` table of the last round."""
+        return state.stats["n_zero"].copy(), state.stats["n_one"].copy()
