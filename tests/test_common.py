@@ -46,6 +46,9 @@ ESTIMATORS = (
         for name in EXPLICIT_SOLVERS
         if _serves(EXPLICIT_SOLVERS[name], "bernoulli")
     ]
+    # The data-parallel sampler of the binary model (seed 000 sec. 5.1), bernoulli only.
+    + [make_pipeline(Binarizer(), IBPFactorAnalysis(solver="parallel_noisy_or",
+                                                    likelihood="bernoulli", **SMALL))]
 )
 
 

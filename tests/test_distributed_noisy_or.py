@@ -270,6 +270,10 @@ def test_only_the_token_holder_creates_features():
         a, b = bounds[token], bounds[token + 1]
         new_columns = state.Z[:, K0:]
         assert not new_columns[:a].any() and not new_columns[b:].any()
+        # Every shard's message is over the global features, aligned.
+        for shard in state.stats["shards"]:
+            assert shard.Z.shape[1] == shard.counts.size == state.n_features
+            assert shard.lam.shape == shard.A.shape == (state.n_features, 36)
     assert sum(created) > 0
     assert state.n_features > 0
 

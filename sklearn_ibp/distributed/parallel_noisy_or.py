@@ -306,12 +306,12 @@ class ParallelNoisyOr(ExplicitFeatureSolver):
         # Align: only the token holder may have appended features.
         K = max(s.Z.shape[1] for s in new)
         new = [replace(s, Z=_pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
-                       lam=_pad_rows(s.lam, K)) for s in new]
+                       lam=_pad_rows(s.lam, K), A=_pad_rows(s.A, K)) for s in new]
         total = tree_sum(s.counts for s in new)
         keep = np.flatnonzero(total > 0)
         if keep.size < K:
             new = [replace(s, Z=np.ascontiguousarray(s.Z[:, keep]), counts=s.counts[keep],
-                           lam=s.lam[keep], A=None if s.A is None else s.A[keep])
+                           lam=s.lam[keep], A=s.A[keep])
                    for s in new]
         st["shards"] = new
         self._set_totals(state)
