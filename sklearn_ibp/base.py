@@ -228,7 +228,10 @@ class BaseIBPSampler(BaseEstimator):
         rng = chain["rng"]
         for it in range(self.n_iter):
             if guard is not None:
-                guard[0] = (c, copy.deepcopy(chain["state"]))
+                # A solver whose sweep only ever replaces the state's arrays (never writes
+                # into them) can offer a cheap ``checkpoint``; otherwise a deep copy.
+                checkpoint = getattr(solver, "checkpoint", copy.deepcopy)
+                guard[0] = (c, checkpoint(chain["state"]))
             state = chain["state"]
             self._iterate(solver, state, rng, missing)
             if guard is not None:
