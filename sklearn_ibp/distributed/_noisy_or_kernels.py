@@ -22,7 +22,11 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._leaky_noisy_or_kernels import log_prob_one_table
-from ..likelihoods._observation_kernels import row_log_likelihood, row_log_likelihood_shifted
+from ..likelihoods._observation_kernels import (
+    OBSERVE_NOISY_OR,
+    _entry_log_likelihood,
+    row_log_likelihood,
+)
 from ..solvers._hierarchy_kernels import feature_proposal, log_prior_feature
 from ..solvers._metropolis_kernels import PROPOSE_DATA, unique_features_move
 from ..solvers._shared_kernels import draw_binary, random_order
@@ -32,10 +36,14 @@ __all__ = ["drop_unique_features", "shard_rows", "sweep_features_cavity"]
 
 @njit(cache=True)
 def shard_gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
-                                log_lik, order, rng, n_total):
+                                log_lik, order, rng, n_total, log_one):
     """:func:`~sklearn_ibp.solvers._metropolis_kernels.gibbs_shared_features` with the
-    prior odds ``m_{-n,k} / (n_total - m_{-n,k})`` over all shards' rows (same draws when
-    ``n_total == X.shape[0]``)."""
+    prior odds ``m_{-n,k} / (n_total - m_{-n,k})`` over all shards' rows (the same draws
+    when ``n_total == X.shape[0]``, up to rounding), the likelihood of the flipped row
+    from the entries feature ``k`` reaches only (``O(nnz(a_k))`` instead of ``O(D)``).
+    For the noisy-or, ``log_one[c, d] = log(1 - eps lambda^c)`` (for ``c`` up to the
+    largest count a row can reach) replaces the logarithms by look-ups."""
+    D = X.shape[1]
     random_order(K, order, rng)
     for t in range(K):
         k = order[t]
@@ -44,8 +52,24 @@ def shard_gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind,
         if others <= 0:
             continue
         sign = 1.0 - 2.0 * zk
-        flip_lik = row_log_likelihood_shifted(obs_kind, X[n], observed[n], pred[n], A[k],
-                                              sign, noise)
+        # Only the entries the feature reaches change: with sparse binary features (the
+        # noisy-or's a_kd = 0 mostly) that is a few of the D terms.
+        delta = 0.0
+        for d in range(D):
+            a = A[k, d]
+            if a != 0.0 and observed[n, d]:
+                if obs_kind == OBSERVE_NOISY_OR and X[n, d] > 0.5:
+                    # log(1 - eps lambda^c) looked up at the integer counts c.
+                    c = int(pred[n, d] + 0.5)
+                    delta += log_one[c + (1 if sign > 0.0 else -1), d] - log_one[c, d]
+                elif obs_kind == OBSERVE_NOISY_OR:
+                    delta += sign * noise[1, d]  # log P(x = 0) moves by log lambda
+                else:
+                    delta += (_entry_log_likelihood(obs_kind, X[n, d], pred[n, d] + sign * a,
+                                                    noise, d)
+                              - _entry_log_likelihood(obs_kind, X[n, d], pred[n, d], noise,
+                                                      d))
+        flip_lik = log_lik + delta
         log_odds = math.log(others) - math.log(n_total - others)
         if zk == 1:
             log_odds += log_lik - flip_lik
@@ -135,6 +159,10 @@ def shard_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind, n
     rows = np.zeros(1, dtype=np.int64)
     children = np.ones(1, dtype=np.int64)
     base = np.empty((1, D))
+    if obs_kind == OBSERVE_NOISY_OR:
+        log_one = log_prob_one_table(noise, cap + 1)
+    else:
+        log_one = np.zeros((1, D))
     if start == 0:
         random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):
@@ -144,7 +172,7 @@ def shard_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind, n
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         log_lik = shard_gibbs_shared_features(n, X, observed, Z, A, pred, counts, K,
                                               obs_kind, noise, log_lik, order, rng,
-                                              n_total)
+                                              n_total, log_one)
         if allow_new:
             K, log_lik = unique_features_move(
                 n, X, observed, Z, A, pred, counts, K, obs_kind, noise, prior_kind, prior,
