@@ -31,7 +31,8 @@ from ..solvers._hierarchy_kernels import feature_proposal, log_prior_feature
 from ..solvers._metropolis_kernels import PROPOSE_DATA, unique_features_move
 from ..solvers._shared_kernels import draw_binary, random_order
 
-__all__ = ["drop_unique_features", "shard_rows", "sweep_features_cavity"]
+__all__ = ["drop_unique_features", "refresh_counts", "shard_rows", "sweep_features_cavity",
+           "table_counts"]
 
 
 @njit(cache=True)
@@ -234,3 +235,35 @@ def sweep_features_cavity(A, counts, X, observed, feature_ptr, feature_rows, noi
             n = feature_rows[i]
             for d in range(n_dims):
                 counts[n, d] += change[d]
+
+
+@njit(cache=True, nogil=True)
+def refresh_counts(Z, A, K, pred, counts):
+    """``pred = Z[:, :K] A[:K]`` (float64) and ``counts``, the same as int64, without the
+    GIL (the serial :func:`~sklearn_ibp.solvers._metropolis_kernels.refresh_prediction`
+    holds it, and the shards of the thread backend would queue on it)."""
+    for i in range(Z.shape[0]):
+        for d in range(pred.shape[1]):
+            pred[i, d] = 0.0
+        for k in range(K):
+            if Z[i, k] != 0:
+                for d in range(pred.shape[1]):
+                    pred[i, d] += A[k, d]
+        for d in range(pred.shape[1]):
+            counts[i, d] = int(pred[i, d] + 0.5)
+
+
+@njit(cache=True, nogil=True)
+def table_counts(X, observed, counts, length):
+    """``(n0, n1)``: observed zeros and ones of ``X`` by their count (``length`` bins,
+    larger than every count), without the GIL."""
+    n_zero = np.zeros(length, dtype=np.int64)
+    n_one = np.zeros(length, dtype=np.int64)
+    for i in range(X.shape[0]):
+        for d in range(X.shape[1]):
+            if observed[i, d]:
+                if X[i, d] > 0.5:
+                    n_one[counts[i, d]] += 1
+                else:
+                    n_zero[counts[i, d]] += 1
+    return n_zero, n_one

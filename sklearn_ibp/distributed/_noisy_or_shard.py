@@ -50,11 +50,10 @@ import numpy as np
 
 from ..likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
 from ..likelihoods.linear_gaussian import _rows_by_feature
-from ..solvers._metropolis_kernels import refresh_prediction
-from ._noisy_or_kernels import shard_rows, sweep_features_cavity
+from ._noisy_or_kernels import refresh_counts, shard_rows, sweep_features_cavity, table_counts
 
 __all__ = ["NoisyOrMessage", "NoisyOrShardData", "NoisyOrShardState", "cavity_log_odds",
-           "count_table", "run_noisy_or_round"]
+           "run_noisy_or_round"]
 
 #: Messages ``lambda^p`` are clipped to ``[-LAMBDA_CLIP, LAMBDA_CLIP]``.
 LAMBDA_CLIP = 30.0
@@ -107,17 +106,6 @@ class NoisyOrMessage:
     A_start: np.ndarray | None = None
 
 
-def count_table(X, observed, pred_counts):
-    """``(n0, n1)`` tallies of observed zeros and ones by their count ``c`` (int64)."""
-    mask = np.asarray(observed).astype(bool)
-    c = pred_counts
-    ones = mask & (X > 0.5)
-    zeros = mask & ~(X > 0.5)
-    length = int(c.max(initial=0)) + 1
-    return (np.bincount(c[zeros], minlength=length).astype(np.int64),
-            np.bincount(c[ones], minlength=length).astype(np.int64))
-
-
 def cavity_log_odds(message, shard):
     """``eta^{-p} = logit(p_a) + (Lambda - lambda^p)``: the prior log odds of shard
     ``p``'s features. With one shard ``Lambda`` is ``lambda^p`` itself, so the cavity is
@@ -141,9 +129,9 @@ def _sweep_A(Z, A, K, X, observed, noise, prior_log_odds, cond, touched, rng):
     if K == 0:
         return
     ptr, rows = _rows_by_feature(Z[:, :K])
-    pred = np.zeros(X.shape)
-    refresh_prediction(Z, A, K, pred)
-    counts = pred.astype(np.int64)
+    pred = np.empty(X.shape)
+    counts = np.empty(X.shape, dtype=np.int64)
+    refresh_counts(Z, A, K, pred, counts)
     sweep_features_cavity(A[:K], counts, X, observed, ptr, rows, noise,
                           np.ascontiguousarray(prior_log_odds[:K]), cond[:K], touched[:K],
                           rng)
@@ -206,8 +194,9 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
     row_order = np.empty(N_p, dtype=np.int64)
     pred = np.zeros((N_p, D))
     n_created = 0
+    counts_work = np.empty((N_p, D), dtype=np.int64)
     for _ in range(int(message.n_sweeps)):
-        refresh_prediction(Z, A, K, pred)
+        refresh_counts(Z, A, K, pred, counts_work)
         position = 0
         K_before = K
         while True:
@@ -247,8 +236,9 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
     logit_q = np.where(seen[:K, None] > 0, log_q_sum[:K] - log_r_sum[:K], prior_log_odds[:K])
     lam = np.clip(logit_q - prior_log_odds[:K], -LAMBDA_CLIP, LAMBDA_CLIP)
     lam = np.where(touched[:K] > 0, lam, 0.0)
-    refresh_prediction(Z, A, K, pred)
-    n_zero, n_one = count_table(X, observed, pred.astype(np.int64))
+    c = np.empty(X.shape, dtype=np.int64)
+    refresh_counts(Z, A, K, pred, c)
+    n_zero, n_one = table_counts(X, observed, c, K + 1)
     Z_out = Z[:, :K].copy()
     return replace(
         shard,
