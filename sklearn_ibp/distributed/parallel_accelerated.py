@@ -24,6 +24,7 @@ sampler, with a slight bias toward fewer features from the latency of new featur
 
 from __future__ import annotations
 
+import copy
 import time
 from dataclasses import replace
 from numbers import Integral, Real
@@ -515,6 +516,16 @@ class ParallelAccelerated(BaseIBPSolver):
             st["ids"] = st["ids"][keep]
             self._set_totals(state)
 
+    @staticmethod
+    def checkpoint(state):
+        """A copy of ``state`` for the loop's interrupt rollback: a round replaces the
+        state's arrays and records and never writes into them, so copying the record, its
+        ``stats`` mapping and the mappings in it is enough (no copy of the data)."""
+        saved = copy.copy(state)
+        saved.stats = {key: dict(value) if isinstance(value, dict) else value
+                       for key, value in state.stats.items()}
+        return saved
+
     def sufficient_statistics(self, state):
         """``(Z^T Z, Z^T X)`` summed over the shards, over the features some row has."""
         total = state.stats["total"]
@@ -531,9 +542,11 @@ class ParallelAccelerated(BaseIBPSolver):
         )
 
     def residual_sum_of_squares(self, state, A) -> float:
-        """``sum (X - Z A)^2``, each shard over its own rows, summed up the tree (in the
-        asynchronous mode, from the summed statistics, without a round trip)."""
-        if self.mode == "asynchronous":
+        """``sum (X - Z A)^2``: with several shards (or asynchronously) from the summed
+        statistics, ``sum X^2 - 2 <A, Z^T X> + <A, Z^T Z A>``, at the root without a
+        round trip (the seed's "computed in a distributed fashion"); a lone synchronous
+        shard sums its residuals directly, as the serial sampler does."""
+        if self.mode == "asynchronous" or len(state.stats["shards"]) > 1:
             gram, cross = self.sufficient_statistics(state)
             rss = (state.stats["sum_of_squares"] - 2.0 * np.sum(A * cross)
                    + np.sum(A * (gram @ A)))
