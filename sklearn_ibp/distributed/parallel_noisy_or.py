@@ -173,14 +173,18 @@ class ParallelNoisyOr(ExplicitFeatureSolver):
                                  self.worker_timeout)
             self._engine = engine
             self._placed = None
-        if getattr(self, "_placed", None) is not state.stats["data_version"]:
+        # The rows go to the shards again when the state is new or its data were replaced
+        # (``fit`` with ``warm_start=True`` sets ``state.X`` and ``state.observed``).
+        placed = (state.stats["data_version"], state.X, state.observed)
+        if any(a is not b for a, b in zip(getattr(self, "_placed", None) or (None,) * 3,
+                                          placed, strict=True)):
             bounds = state.stats["bounds"]
             engine.place([
                 NoisyOrShardData(X=np.ascontiguousarray(state.X[a:b]),
                                  observed=np.ascontiguousarray(state.observed[a:b]))
                 for a, b in zip(bounds[:-1], bounds[1:], strict=True)
             ])
-            self._placed = state.stats["data_version"]
+            self._placed = placed
         return engine
 
     def close(self):
