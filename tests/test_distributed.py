@@ -91,6 +91,32 @@ def test_asynchronous_mode_is_reproducible_and_imputes_on_the_shards(block_data)
     np.testing.assert_array_equal(state.stats["total"]["counts"], counts)
 
 
+class _InterruptedAfterThree(ParallelAccelerated):
+    """Raises KeyboardInterrupt after its fourth round, as Ctrl-C between two rounds."""
+
+    def sweep(self, state, rng):
+        super().sweep(state, rng)
+        self.rounds_done_ = getattr(self, "rounds_done_", 0) + 1
+        if self.rounds_done_ == 4:
+            raise KeyboardInterrupt
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
+def test_interrupt_rolls_back_one_round_and_warm_start_continues(block_data, mode):
+    with pytest.warns(SamplingInterruptedWarning, match="after 3 of 10"):
+        est = IBPFactorAnalysis(solver=_InterruptedAfterThree(n_shards=2, mode=mode),
+                                n_iter=10, burn_in=1, random_state=0).fit(block_data)
+    assert est.interrupted_ and est.n_iter_ == 3 and len(est.samples_) == 2
+    state = est._chains[0]["state"]
+    # The rolled-back state is whole: its totals are the sums of its shards.
+    counts = np.concatenate([s.Z for s in state.stats["shards"]]).sum(axis=0)
+    np.testing.assert_array_equal(state.stats["total"]["counts"], counts)
+    assert state.Z.shape[1] == state.n_features
+    est._solver = ParallelAccelerated(n_shards=2, mode=mode)  # as after unpickling
+    est.set_params(warm_start=True).fit(block_data)
+    assert est.n_iter_ == 13 and not est.interrupted_
+
+
 def _shard_problem(seed=0, n_rows=40, n_dims=6):
     rng = np.random.default_rng(seed)
     Z = sample_ibp(n_rows, 3.0, 1.0, rng).astype(np.int8)

@@ -317,9 +317,7 @@ class ParallelAccelerated(BaseIBPSolver):
             next_id=K,
         )
         self._set_totals(state)
-        if not hasattr(self, "timings_"):
-            self.timings_ = {"round": [], "compute": [], "root": []}
-            self.n_resent_ = 0
+        self._ensure_records()
         if self.correction == "metropolis":
             _metropolis.initialize(self, state)
         return state
@@ -362,7 +360,19 @@ class ParallelAccelerated(BaseIBPSolver):
             feature_subsample=self.feature_subsample, impute=impute,
         )
 
+    def _ensure_records(self) -> None:
+        """The fitted records (``timings_``, ``n_resent_``), also on a solver that only
+        continues a chain (``warm_start``) or was unpickled."""
+        if not hasattr(self, "timings_"):
+            self.timings_ = {"round": [], "compute": [], "root": []}
+        if not hasattr(self, "n_resent_"):
+            self.n_resent_ = 0
+        if self.correction == "metropolis" and not hasattr(self, "acceptance_"):
+            self.acceptance_ = []
+            self.moved_ = []
+
     def sweep(self, state: FeatureState, rng) -> None:
+        self._ensure_records()
         if self.correction == "metropolis":
             return _metropolis.metropolis_round(self, state, rng)
         if self.mode == "asynchronous":
