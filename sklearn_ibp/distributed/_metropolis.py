@@ -65,6 +65,7 @@ import numpy as np
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..priors.ibp import _labelled_log_prob_from_counts
 from ..solvers._accelerated_kernels import refresh_posterior, sweep_accelerated
+from ._common import tree_sum
 from ._shard import ShardData, ShardState, _grow, _pad
 
 __all__ = [
@@ -274,7 +275,6 @@ def reverse_log_q(data: ShardData, shard: ShardState, Z_new, message: Metropolis
 
 
 def _tree_sum_parts(parts):
-    from .parallel_accelerated import tree_sum
 
     return tuple(tree_sum(part[i] for part in parts) for i in range(3))
 

@@ -35,6 +35,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..solvers._base import BaseIBPSolver, FeatureState
 from . import _metropolis
+from ._common import DistributedSolverMixin, pad_columns, tree_sum
 from ._engines import make_engine
 from ._shard import (
     RoundMessage,
@@ -49,18 +50,6 @@ from ._shard import (
 __all__ = ["ParallelAccelerated", "tree_sum"]
 
 
-def tree_sum(values):
-    """Sum ``values`` pairwise up a binary tree (leaves in order), as the messages of
-    sec. 5.1 are summed on their way to the root; one value is returned as it is."""
-    values = list(values)
-    while len(values) > 1:
-        paired = [values[i] + values[i + 1] for i in range(0, len(values) - 1, 2)]
-        if len(values) % 2:
-            paired.append(values[-1])
-        values = paired
-    return values[0]
-
-
 def _pad_to(array, K, square=False):
     """Per-feature ``array`` with zero features appended up to ``K`` (on both axes of a
     ``K x K`` statistic)."""
@@ -72,16 +61,7 @@ def _pad_to(array, K, square=False):
     return out
 
 
-def _pad_columns(Z, K):
-    """``Z`` with zero columns appended up to ``K``."""
-    if Z.shape[1] == K:
-        return Z
-    out = np.zeros((Z.shape[0], K), dtype=Z.dtype)
-    out[:, : Z.shape[1]] = Z
-    return out
-
-
-class ParallelAccelerated(BaseIBPSolver):
+class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
     """Data-parallel accelerated Gibbs sampler (seed 000 ch. 5), in-process or on Dask.
 
     Parameters
@@ -216,30 +196,6 @@ class ParallelAccelerated(BaseIBPSolver):
         self.metropolis_rows = metropolis_rows
         self.metropolis_max_features = metropolis_max_features
         self.fuzz = fuzz
-
-    # -- cloning and pickling: the client is shared, the engine is never copied -------------
-    def __sklearn_clone__(self):
-        from sklearn.base import clone
-
-        params = self.get_params(deep=False)
-        client = params.pop("client")
-        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
-
-    def __deepcopy__(self, memo):
-        new = self.__sklearn_clone__()
-        if hasattr(self, "timings_"):
-            new.timings_ = {k: list(v) for k, v in self.timings_.items()}
-        for name in ("acceptance_", "moved_"):
-            if hasattr(self, name):
-                setattr(new, name, list(getattr(self, name)))
-        return new
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_engine", None)
-        # A Dask client is a live connection; a pickled solver forgets it.
-        state["client"] = None
-        return state
 
     # -- the engine ------------------------------------------------------------------------
     def _engine_for(self, state):
@@ -387,7 +343,7 @@ class ParallelAccelerated(BaseIBPSolver):
         # Align: only the token holder may have appended features.
         K = max(s.Z.shape[1] for s in new)
         shards = [
-            replace(s, Z=_pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
+            replace(s, Z=pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
                     gram=_pad_to(s.gram, K, square=True), cross=_pad_to(s.cross, K))
             for s in new
         ]
@@ -499,7 +455,7 @@ class ParallelAccelerated(BaseIBPSolver):
         gram[np.ix_(cols, cols)] = result.gram[np.ix_(src, src)]
         cross = np.zeros((K, result.cross.shape[1]))
         cross[cols] = result.cross[src]
-        shards = [replace(s, Z=_pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
+        shards = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_to(s.counts, K),
                           gram=_pad_to(s.gram, K, square=True), cross=_pad_to(s.cross, K))
                   for s in st["shards"]]
         missing = st["missing"]

@@ -7,7 +7,7 @@ posterior is projected onto a product of Bernoullis ``Q(A)``, kept in natural pa
 its cavity ``Q^{-p}``, runs uncollapsed sweeps on its rows and sends back its likelihood's
 contribution ``lambda^p`` (see :mod:`._noisy_or_shard`), its counts ``m_k^p`` and a count
 table for ``epsilon`` and ``lambda``. At the root the messages are summed up a binary
-tree (:func:`~.parallel_accelerated.tree_sum`), features no row has are dropped
+tree (:func:`~._common.tree_sum`), features no row has are dropped
 everywhere, and the token (the right to create features) moves to the next shard.
 """
 
@@ -23,6 +23,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..priors.ibp import ibp_log_prob
 from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
 from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
+from ._common import DistributedSolverMixin, pad_columns, tree_sum
 from ._engines import make_engine
 from ._noisy_or_shard import (
     NoisyOrMessage,
@@ -30,7 +31,6 @@ from ._noisy_or_shard import (
     NoisyOrShardState,
     run_noisy_or_round,
 )
-from .parallel_accelerated import tree_sum
 
 __all__ = ["ParallelNoisyOr"]
 
@@ -46,14 +46,6 @@ def _pad_rows(array, K):
     return out
 
 
-def _pad_columns(Z, K):
-    if Z.shape[1] == K:
-        return Z
-    out = np.zeros((Z.shape[0], K), dtype=Z.dtype)
-    out[:, : Z.shape[1]] = Z
-    return out
-
-
 def _sum_tables(shards):
     length = max(max(s.n_zero.size, s.n_one.size) for s in shards)
     n_zero = tree_sum(_pad_rows(s.n_zero, length) for s in shards)
@@ -61,7 +53,7 @@ def _sum_tables(shards):
     return n_zero, n_one
 
 
-class ParallelNoisyOr(ExplicitFeatureSolver):
+class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
 
     Serves ``IBPFactorAnalysis(likelihood="bernoulli")`` only. Synchronous: one estimator
@@ -142,28 +134,6 @@ class ParallelNoisyOr(ExplicitFeatureSolver):
         self.proposal = proposal
         self.proposal_rate = proposal_rate
         self.worker_timeout = worker_timeout
-
-    # -- cloning and pickling: the client is shared, the engine is never copied -------------
-    def __sklearn_clone__(self):
-        from sklearn.base import clone
-
-        params = self.get_params(deep=False)
-        client = params.pop("client")
-        return type(self)(client=client, **{k: clone(v, safe=False) for k, v in params.items()})
-
-    def __deepcopy__(self, memo):
-        new = self.__sklearn_clone__()
-        if hasattr(self, "timings_"):
-            new.timings_ = {k: list(v) for k, v in self.timings_.items()}
-            new.n_resent_ = self.n_resent_
-        return new
-
-    def __getstate__(self):
-        state = self.__dict__.copy()
-        state.pop("_engine", None)
-        state.pop("_placed", None)
-        state["client"] = None
-        return state
 
     # -- the engine ------------------------------------------------------------------------
     def _engine_for(self, state):
@@ -309,7 +279,7 @@ class ParallelNoisyOr(ExplicitFeatureSolver):
         sampled = time.perf_counter()
         # Align: only the token holder may have appended features.
         K = max(s.Z.shape[1] for s in new)
-        new = [replace(s, Z=_pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
+        new = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
                        lam=_pad_rows(s.lam, K), A=_pad_rows(s.A, K)) for s in new]
         total = tree_sum(s.counts for s in new)
         keep = np.flatnonzero(total > 0)
