@@ -64,9 +64,9 @@ import numpy as np
 
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..priors.ibp import _labelled_log_prob_from_counts
-from ..solvers._accelerated_kernels import refresh_posterior, sweep_accelerated
+from ..solvers._accelerated_kernels import refresh_posterior
 from ._common import tree_sum
-from ._shard import ShardData, ShardState, _grow, _pad
+from ._shard import ShardData, ShardState, _pad, sweep_shard_rows
 
 __all__ = [
     "MetropolisMessage",
@@ -208,22 +208,8 @@ def sweep_rows(X, Z, message: MetropolisMessage, plan: ShardPlan):
             chosen = np.zeros(n_live, dtype=np.int8)
             chosen[rng.choice(n_live, size=n_keep, replace=False)] = 1
             sampled[:n_live] &= chosen
-        position = 0
-        while position < order.size:
-            if n_live + message.window * k_max > W.shape[1]:
-                W, work = _grow(W, work, n_live, spare)
-                grown = np.ones(W.shape[1], dtype=np.int8)
-                grown[: sampled.shape[0]] = sampled
-                sampled = grown
-            K_new, done, advanced = sweep_accelerated(
-                X, W, work["counts"], work["gram"], work["cross"], work["cov"],
-                work["mean"], n_live, order[position:], int(message.window), message.alpha,
-                message.beta, sigma_x2, sigma_a2, int(k_max), int(message.refresh_every),
-                windows_done, rng, int(message.n_total), sampled,
-            )
-            n_live = int(K_new)
-            windows_done = int(done)
-            position += int(advanced)
+        W, work, n_live, windows_done = sweep_shard_rows(X, W, work, n_live, order, sampled,
+                                                   message, k_max, windows_done, spare, rng)
     G = Z.copy()
     G[:, live] = W[:, :K]
     created = W[:, K:n_live]

@@ -144,6 +144,32 @@ def _compact(Z, arrays, K):
     return K_new
 
 
+def sweep_shard_rows(X, Z, work, K, order, sampled, message, k_max, windows_done, spare, rng):
+    """One accelerated sweep over the rows ``order`` of a shard, growing ``Z`` and the
+    per-feature arrays in ``work`` whenever the kernel runs out of free columns.
+
+    Returns ``(Z, work, K, windows_done)`` (the arrays may be new, grown ones).
+    """
+    sigma_x2, sigma_a2 = message.sigma_x**2, message.sigma_a**2
+    position = 0
+    while position < order.size:
+        if K + message.window * k_max > Z.shape[1]:
+            Z, work = _grow(Z, work, K, spare)
+            grown = np.ones(Z.shape[1], dtype=np.int8)
+            grown[: sampled.shape[0]] = sampled
+            sampled = grown
+        K_new, done, advanced = sweep_accelerated(
+            X, Z, work["counts"], work["gram"], work["cross"], work["cov"],
+            work["mean"], K, order[position:], int(message.window), message.alpha,
+            message.beta, sigma_x2, sigma_a2, int(k_max), int(message.refresh_every),
+            windows_done, rng, int(message.n_total), sampled,
+        )
+        K = int(K_new)
+        windows_done = int(done)
+        position += int(advanced)
+    return Z, work, K, windows_done
+
+
 def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: bool):
     """Run ``message.n_sweeps`` accelerated Gibbs sweeps on one shard; return its new state.
 
@@ -209,22 +235,8 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
             n_keep = max(1, int(np.ceil(message.feature_subsample * K)))
             sampled[:K] = 0
             sampled[rng.choice(K, size=n_keep, replace=False)] = 1
-        position = 0
-        while position < N_p:
-            if K + message.window * k_max > Z.shape[1]:
-                Z, work = _grow(Z, work, K, spare)
-                grown = np.ones(Z.shape[1], dtype=np.int8)
-                grown[: sampled.shape[0]] = sampled
-                sampled = grown
-            K_new, done, advanced = sweep_accelerated(
-                X, Z, work["counts"], work["gram"], work["cross"], work["cov"],
-                work["mean"], K, order[position:], int(message.window), message.alpha,
-                message.beta, sigma_x2, sigma_a2, int(k_max), int(message.refresh_every),
-                windows_done, rng, int(message.n_total), sampled,
-            )
-            K = int(K_new)
-            windows_done = int(done)
-            position += int(advanced)
+        Z, work, K, windows_done = sweep_shard_rows(X, Z, work, K, order, sampled, message,
+                                              k_max, windows_done, spare, rng)
         if message.alone:
             K = _compact(Z, work, K)
     imputed = shard.imputed
