@@ -88,8 +88,8 @@ def test_cavity_sweep_with_a_flat_prior_is_the_serial_sweep():
     assert touched[has].all()  # 60 rows: every (k, d) has an observed row
 
 
-def test_shard_rows_with_all_rows_and_the_token_is_metropolis_rows():
-    from sklearn_ibp.distributed._noisy_or_kernels import shard_rows
+def test_shard_arguments_with_all_rows_and_the_token_give_the_serial_draws():
+    from sklearn_ibp.likelihoods._leaky_noisy_or_kernels import log_prob_one_table
     from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
     from sklearn_ibp.solvers._metropolis_kernels import (
         PROPOSE_DATA,
@@ -119,7 +119,10 @@ def test_shard_rows_with_all_rows_and_the_token_is_metropolis_rows():
             args = (0, order, X, observed, Z, A, pred, counts, 4, OBSERVE_NOISY_OR, noise,
                     PRIOR_BERNOULLI, prior, 1.0 / N, 0.5, 6, proposal)
             if mine:
-                K, done = shard_rows(*args, True, N, rng)
+                # As a shard: counts over n_total rows, table look-ups, every feature
+                # sampled, no compaction (done after).
+                K, done = metropolis_rows(*args, rng, True, N, log_prob_one_table(noise, 41),
+                                          np.ones(40, dtype=np.int8), False)
                 K = compact_features(Z, A, counts, K)
             else:
                 K, done = metropolis_rows(*args, rng)
@@ -132,10 +135,14 @@ def test_shard_rows_with_all_rows_and_the_token_is_metropolis_rows():
         np.testing.assert_array_equal(c1, c2)
 
 
-def test_shard_rows_without_the_token_only_drops_features():
-    from sklearn_ibp.distributed._noisy_or_kernels import shard_rows
+def test_shard_arguments_without_the_token_only_drop_features():
+    from sklearn_ibp.likelihoods._leaky_noisy_or_kernels import log_prob_one_table
     from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
-    from sklearn_ibp.solvers._metropolis_kernels import PROPOSE_PRIOR, refresh_prediction
+    from sklearn_ibp.solvers._metropolis_kernels import (
+        PROPOSE_PRIOR,
+        metropolis_rows,
+        refresh_prediction,
+    )
 
     lik, X, observed, Z0, A0 = _small_problem()
     noise = lik.noise_array({"epsilon": 0.8, "lambda": 0.15, "p_a": 0.3}, X.shape[1])
@@ -152,10 +159,12 @@ def test_shard_rows_without_the_token_only_drops_features():
     counts = Z.sum(axis=0).astype(np.int64)
     pred = np.zeros((N, D))
     refresh_prediction(Z, A, K, pred)
-    K_after, done = shard_rows(0, np.empty(N, dtype=np.int64), X, observed, Z, A, pred,
-                               counts, K, OBSERVE_NOISY_OR, noise, PRIOR_BERNOULLI,
-                               np.array([0.3]), 1.0 / N, 10.0, 6, PROPOSE_PRIOR, False, N,
-                               np.random.default_rng(1))
+    K_after, done = metropolis_rows(0, np.empty(N, dtype=np.int64), X, observed, Z, A, pred,
+                                    counts, K, OBSERVE_NOISY_OR, noise, PRIOR_BERNOULLI,
+                                    np.array([0.3]), 1.0 / N, 10.0, 6, PROPOSE_PRIOR,
+                                    np.random.default_rng(1), False, N,
+                                    log_prob_one_table(noise, K + 1), np.ones(K, np.int8),
+                                    False)
     assert K_after == K and done == N  # no slot added, none compacted
     assert np.sum(counts[4:] == 0) >= 5
     np.testing.assert_array_equal(counts, Z.sum(axis=0))

@@ -48,9 +48,11 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
+from ..likelihoods._leaky_noisy_or_kernels import log_prob_one_table
 from ..likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
 from ..likelihoods.linear_gaussian import _rows_by_feature
-from ._noisy_or_kernels import refresh_counts, shard_rows, sweep_features_cavity, table_counts
+from ..solvers._metropolis_kernels import metropolis_rows
+from ._noisy_or_kernels import refresh_counts, sweep_features_cavity, table_counts
 
 __all__ = ["NoisyOrMessage", "NoisyOrShardData", "NoisyOrShardState", "cavity_log_odds",
            "run_noisy_or_round"]
@@ -104,6 +106,7 @@ class NoisyOrMessage:
     proposal: int
     proposal_rate: float | None
     A_start: np.ndarray | None = None
+    feature_subsample: float | None = None
 
 
 def cavity_log_odds(message, shard):
@@ -199,11 +202,22 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
         refresh_counts(Z, A, K, pred, counts_work)
         position = 0
         K_before = K
+        # Which features' z_nk this sweep updates: all, or (seed 000 sec. 5.1, feature
+        # sub-sampling) a random subset chosen afresh each sweep; new slots always.
+        sampled = np.ones(Z.shape[1], dtype=np.int8)
+        if message.feature_subsample is not None and K > 0:
+            n_keep = max(1, int(np.ceil(message.feature_subsample * K)))
+            sampled[:K] = 0
+            sampled[rng.choice(K, size=n_keep, replace=False)] = 1
         while True:
-            K, position = shard_rows(
+            # The serial kernel with the shard's arguments: prior counts over all rows,
+            # births only with the token, log(1 - eps lambda^c) looked up (counts up to
+            # the slots), the sub-sampled features, no compaction.
+            K, position = metropolis_rows(
                 position, row_order, X, observed, Z, A, pred, counts, K, OBSERVE_NOISY_OR,
                 noise, PRIOR_BERNOULLI, prior, rate, proposal_rate, k_max,
-                int(message.proposal), bool(token), int(message.n_total), rng)
+                int(message.proposal), rng, bool(token), int(message.n_total),
+                log_prob_one_table(noise, Z.shape[1] + 1), sampled, False)
             K = int(K)
             if position >= N_p:
                 break
@@ -212,6 +226,7 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
             Z, A, counts, prior_log_odds, cond, touched, log_q_sum, log_r_sum, seen = _grow(
                 new_cap, Z, A, counts, prior_log_odds, cond, touched, log_q_sum, log_r_sum,
                 seen, logit_p_a)
+            sampled = np.concatenate([sampled, np.ones(new_cap - sampled.size, np.int8)])
         n_created += K - K_before
         # Features created this round that died again are dropped (older ones keep their
         # index: the root compacts the global numbering).

@@ -27,6 +27,8 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._observation_kernels import (
+    OBSERVE_NOISY_OR,
+    _entry_log_likelihood,
     draw_prior_feature,
     row_log_likelihood,
     row_log_likelihood_shifted,
@@ -41,15 +43,25 @@ PROPOSE_DATA = 1
 
 @njit(cache=True)
 def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise, log_lik,
-                          order, rng):
+                          order, rng, n_total=0, log_one=None, sampled=None):
     """Gibbs updates of ``z_nk`` for the features other rows have (eq. 4.36).
 
     ``p(z_nk = 1 | ...) ∝ m_{-n,k} / N F(x_n | z_nk = 1, ...)``: the prior odds are
     ``m_{-n,k} / (N - m_{-n,k})``. Features are visited in a fresh random order (``order``
     is a work buffer); ``pred[n]`` and ``counts`` follow each change. ``log_lik`` is the
     row's current log-likelihood; the updated value is returned.
+
+    The shards of the data-parallel sampler (seed 000 sec. 5.1,
+    :mod:`sklearn_ibp.distributed._noisy_or_kernels`) pass three more arguments:
+    ``n_total`` (> 0) is the ``N`` of the prior odds, all shards' rows (``counts`` then
+    holds the other shards' counts plus the shard's own); ``log_one`` (a
+    :func:`~sklearn_ibp.likelihoods._leaky_noisy_or_kernels.log_prob_one_table`) has the
+    flipped row's likelihood computed from the entries feature ``k`` reaches only
+    (:func:`flip_log_likelihood_delta`; the same draws up to rounding); ``sampled``
+    (int8 per slot) visits only the features with ``sampled[k] != 0`` (feature
+    sub-sampling). Left out, the serial sampler's draws are unchanged, bit for bit.
     """
-    N = X.shape[0]
+    N = X.shape[0] if n_total <= 0 else n_total
     random_order(K, order, rng)
     for t in range(K):
         k = order[t]
@@ -57,9 +69,15 @@ def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise
         others = counts[k] - zk
         if others <= 0:
             continue
+        if sampled is not None and sampled[k] == 0:
+            continue
         sign = 1.0 - 2.0 * zk  # +1 adds feature k to the row, -1 removes it
-        flip_lik = row_log_likelihood_shifted(obs_kind, X[n], observed[n], pred[n], A[k],
-                                              sign, noise)
+        if log_one is None:
+            flip_lik = row_log_likelihood_shifted(obs_kind, X[n], observed[n], pred[n],
+                                                  A[k], sign, noise)
+        else:
+            flip_lik = log_lik + flip_log_likelihood_delta(n, k, sign, X, observed, A, pred,
+                                                           obs_kind, noise, log_one)
         log_odds = math.log(others) - math.log(N - others)
         if zk == 1:
             log_odds += log_lik - flip_lik
@@ -76,9 +94,32 @@ def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise
 
 
 @njit(cache=True)
+def flip_log_likelihood_delta(n, k, sign, X, observed, A, pred, obs_kind, noise, log_one):
+    """How row ``n``'s log-likelihood moves when feature ``k`` is added (``sign = +1``)
+    or removed (``-1``), from the entries ``a_kd != 0`` only: ``O(nnz(a_k))`` terms
+    instead of ``O(D)`` with sparse binary features. For the noisy-or, ``log_one[c, d] =
+    log(1 - eps lambda^c)`` (up to the largest count a row can reach) replaces the
+    logarithms by look-ups at the integer counts ``c = pred[n, d]``."""
+    delta = 0.0
+    for d in range(X.shape[1]):
+        a = A[k, d]
+        if a != 0.0 and observed[n, d]:
+            if obs_kind == OBSERVE_NOISY_OR and X[n, d] > 0.5:
+                c = int(pred[n, d] + 0.5)
+                delta += log_one[c + (1 if sign > 0.0 else -1), d] - log_one[c, d]
+            elif obs_kind == OBSERVE_NOISY_OR:
+                delta += sign * noise[1, d]  # log P(x = 0) moves by log lambda
+            else:
+                delta += (_entry_log_likelihood(obs_kind, X[n, d], pred[n, d] + sign * a,
+                                                noise, d)
+                          - _entry_log_likelihood(obs_kind, X[n, d], pred[n, d], noise, d))
+    return delta
+
+
+@njit(cache=True)
 def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
                          prior_kind, prior, rate, proposal_rate, k_max, proposal, log_lik,
-                         own, order, rows, children, base, rng):
+                         own, order, rows, children, base, rng, allow_new=True):
     """Metropolis-Hastings move on row ``n``'s unique features (Algorithm 13, eq. 4.40).
 
     The unique features (``z_nk = 1``, ``m_{-n,k} = 0``) are proposed to be replaced by
@@ -101,6 +142,11 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     ``own``, ``order`` (int64, length >= cap), ``rows``, ``children`` (int64, length 1)
     and ``base`` (1, D) are work buffers. Returns ``(K, log_lik)`` after the move; dead
     slots keep ``counts == 0``.
+
+    With ``allow_new=False`` no new feature is proposed (``K_new = 0``, no Poisson draw):
+    the move may only drop the row's unique features, with the ratio above at
+    ``K_new = 0``. The data-parallel shards without the token use it (seed 000 sec. 5.1:
+    only the token holder creates features).
     """
     D = X.shape[1]
     n_own = 0
@@ -110,7 +156,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
             n_own += 1
     if n_own > k_max:
         return K, log_lik
-    n_new = truncated_poisson(proposal_rate, k_max, rng)
+    n_new = truncated_poisson(proposal_rate, k_max, rng) if allow_new else 0
     if n_own == 0 and n_new == 0:
         return K, log_lik
     log_accept = (n_new - n_own) * (math.log(rate) - math.log(proposal_rate))
@@ -166,9 +212,10 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     return K + n_new, new_lik
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)
 def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind, noise,
-                    prior_kind, prior, rate, proposal_rate, k_max, proposal, rng):
+                    prior_kind, prior, rate, proposal_rate, k_max, proposal, rng,
+                    allow_new=True, n_total=0, log_one=None, sampled=None, compact=True):
     """Rows ``row_order[start:]`` of one sweep of Algorithm 13, in place.
 
     With ``start == 0`` a fresh uniformly random row order is first drawn into
@@ -178,6 +225,15 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     slots and the position in ``row_order`` to resume from (``len(row_order)`` when done,
     the dead slots then compacted away; earlier when the next row could need more than the
     free slots, so the driver compacts and grows the arrays).
+
+    A shard of the data-parallel sampler (seed 000 sec. 5.1,
+    :mod:`sklearn_ibp.distributed._noisy_or_shard`) sweeps its rows with the shard
+    arguments: ``allow_new`` (False unless it holds the token: the unique-feature move
+    may then only drop features, and no free slot is needed), ``n_total``, ``log_one``
+    and ``sampled`` as in :func:`gibbs_shared_features`, and ``compact=False`` (dead
+    slots are kept, so that feature ``k`` keeps its index within a round). Left out, the
+    serial sampler's draws are unchanged, bit for bit. The GIL is released, so the
+    shards of the thread backend run at once.
     """
     N, D = X.shape
     cap = Z.shape[1]
@@ -189,18 +245,21 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     if start == 0:
         random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):
-        if K + k_max > cap:
+        if allow_new and K + k_max > cap:
             return K, step
         n = row_order[step]
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
         log_lik = gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind,
-                                        noise, log_lik, order, rng)
+                                        noise, log_lik, order, rng, n_total, log_one,
+                                        sampled)
         K, log_lik = unique_features_move(
             n, X, observed, Z, A, pred, counts, K, obs_kind, noise, prior_kind, prior,
             rate, proposal_rate, k_max, proposal, log_lik, own, order, rows, children, base,
-            rng,
+            rng, allow_new,
         )
-    return compact_features(Z, A, counts, K), row_order.shape[0]
+    if compact:
+        K = compact_features(Z, A, counts, K)
+    return K, row_order.shape[0]
 
 
 @njit(cache=True)
