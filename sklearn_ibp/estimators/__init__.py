@@ -4,6 +4,7 @@ from .distance_dependent import DistanceDependentIBP
 from .dp_mixture import DPMixture
 from .factor_analysis import IBPFactorAnalysis
 from .imputer import IBPImputer
+from .infinite_eba import InfiniteEBA
 from .noisy_or_hierarchy import NoisyOrHierarchy
 
 __all__ = [
@@ -11,5 +12,6 @@ __all__ = [
     "DistanceDependentIBP",
     "IBPFactorAnalysis",
     "IBPImputer",
+    "InfiniteEBA",
     "NoisyOrHierarchy",
 ]

@@ -1,0 +1,385 @@
+"""InfiniteEBA: elimination by aspects with an IBP prior over the aspects (seed 002
+sec. 4.5)."""
+
+from __future__ import annotations
+
+from numbers import Integral, Real
+
+import numpy as np
+from sklearn.base import ClassifierMixin, _fit_context, clone
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils.validation import check_is_fitted, validate_data
+
+from ..base import BaseIBPSampler
+from ..likelihoods.choice import (
+    check_outcomes,
+    check_pairs,
+    eba_probabilities,
+    pairs_from_win_counts,
+    win_counts_from_pairs,
+)
+from ..priors.ibp import sample_ibp
+from ..solvers._eba_slice_kernels import total_log_likelihood
+from ..solvers.eba_slice import EBASliceSampler
+
+__all__ = ["InfiniteEBA"]
+
+#: Solver names accepted by ``InfiniteEBA(solver=...)``.
+EBA_SOLVERS = {"slice": EBASliceSampler}
+
+
+class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
+    """Elimination by aspects with infinitely many latent aspects (seed 002 sec. 4.5).
+
+    A pairwise choice model: ``N`` alternatives have binary latent aspects ``Z`` with an
+    Indian buffet process prior and positive weights ``w_k ~ Gamma(1, 1)``; every
+    alternative also has a unique aspect of its own (weight ``u_i ~ Gamma(1, 1)``). The
+    probability that ``i`` is chosen over ``j`` is the weight of what ``i`` has and ``j``
+    lacks over the weight of everything they do not share (eq. 4.63),
+
+    ``p_ij = a_ij / (a_ij + a_ji)``, ``a_ij = u_i + sum_k w_k z_ik (1 - z_jk)``,
+
+    mixed with a lapse: ``p~_ij = (1 - lapse) p_ij + lapse / 2``. Shared aspects do not
+    decide a choice, so alternatives that share much compete closely with each other and
+    less with the rest: the similarity effects that the Bradley-Terry-Luce model (unique
+    aspects only) cannot represent. The aspects, weights and ``alpha`` are sampled by the
+    slice sampler of :class:`~sklearn_ibp.solvers.eba_slice.EBASliceSampler` (sec.
+    4.5.2), and predictions average the choice probabilities of the kept samples (the
+    posterior mean predictive).
+
+    A classifier over pairs: each row of ``X`` is a pair ``(i, j)`` of alternative
+    indices, ``y`` is 1 when ``i`` was chosen and 0 when ``j`` was, and ``classes_`` is
+    ``[0, 1]``, so ``predict_proba(X)[:, 1]`` is the probability that the first of each
+    pair is chosen. Fit from a matrix of win counts with :meth:`fit_counts`.
+
+    Parameters
+    ----------
+    alpha : float, default=1.0
+        IBP concentration (the starting value when ``sample_alpha``).
+    lapse : float, default=0.01
+        Probability ``eps`` that a choice is a coin flip (sec. 4.5.1); it keeps a choice
+        that the aspects make certain from having probability 1.
+    n_alternatives : int or None, default=None
+        Number of alternatives; None infers the largest index in ``X`` plus one.
+    unique_aspects : bool, default=True
+        Give each alternative a unique aspect (the seed's model). Without them two
+        alternatives with the same aspects are chosen with probability 1/2 (``0/0 = 1/2``
+        in eq. 4.63).
+    solver : "slice" or EBASliceSampler, default="slice"
+        The sampler, or a configured instance of it.
+    n_iter : int, default=1000
+        Sweeps per chain.
+    burn_in : int or None, default=None
+        Sweeps discarded per chain (during which the weight proposals are tuned); None
+        means ``n_iter // 2``.
+    thin : int, default=1
+        Keep every ``thin``-th sweep after the burn-in.
+    n_chains : int, default=1
+        Independent chains; their samples are pooled.
+    n_jobs : int or None, default=None
+        Chains run at the same time in joblib worker processes (bit-identical results).
+    sample_alpha : bool, default=True
+        Resample ``alpha`` every sweep from its conditional under a ``Gamma(1, 1)`` prior.
+    warm_start : bool, default=False
+        Continue the previous chains on the next ``fit`` (same number of alternatives).
+    random_state : int, RandomState instance or None, default=None
+        Seed of everything random, the compiled kernels included.
+    verbose : int, default=0
+        Show a progress bar.
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (2,)
+        ``[0, 1]``.
+    n_alternatives_ : int
+        Number of alternatives.
+    win_counts_ : ndarray of shape (n_alternatives, n_alternatives)
+        ``win_counts_[i, j]``: training comparisons in which ``i`` was chosen over ``j``.
+    choice_probabilities_ : ndarray of shape (n_alternatives, n_alternatives)
+        Posterior mean probability that ``i`` is chosen over ``j`` (lapse included),
+        averaged over the kept samples; 1/2 on the diagonal.
+    aspects_ : ndarray of shape (n_alternatives, n_aspects), int8
+        Aspects ``Z`` of the last kept sample (its active aspects only).
+    weights_ : ndarray of shape (n_aspects,)
+        Their weights.
+    unique_weights_ : ndarray of shape (n_alternatives,)
+        Weights of the unique aspects in that sample (zeros without unique aspects).
+    alpha_ : float
+        ``alpha`` of that sample.
+    samples_ : list of dict
+        Kept samples: ``Z``, ``weights``, ``unique_weights``, ``probabilities`` (the
+        choice probabilities), ``alpha``, ``log_joint``, ``chain``.
+    traces_ : dict of ndarray of shape (n_chains, n_iter)
+        Per sweep: ``log_joint``, ``log_likelihood``, ``n_features``, ``alpha``,
+        ``acceptance`` (of the weight proposals) and ``eta`` (their concentration).
+    log_likelihood_trace_, n_features_trace_, alpha_trace_ : ndarray of shape (n_chains, n_iter)
+        The same traces, as attributes.
+    n_iter_ : int
+        Sweeps run per chain.
+    interrupted_ : bool
+        Whether the fit was interrupted (the samples so far are kept).
+    n_features_in_ : int
+        2: the columns of ``X``, a pair of indices.
+
+    See Also
+    --------
+    sklearn_ibp.likelihoods.choice.fit_bradley_terry : The Bradley-Terry-Luce model
+        fitted by maximum likelihood.
+
+    Notes
+    -----
+    :meth:`score` is the mean log-likelihood of the outcomes (the mean log predictive
+    probability of each comparison), not the accuracy of :class:`ClassifierMixin`: a
+    choice model is judged by its probabilities, and accuracy cannot tell 0.51 from 0.99.
+
+    Examples
+    --------
+    >>> from sklearn_ibp import InfiniteEBA
+    >>> from sklearn_ibp.datasets import make_paris_rome
+    >>> X, y, P = make_paris_rome(n_comparisons=100, random_state=0)
+    >>> model = InfiniteEBA(n_iter=400, random_state=0).fit(X, y)
+    >>> model.choice_probabilities_.shape
+    (4, 4)
+    """
+
+    _parameter_constraints: dict = {
+        **{k: v for k, v in BaseIBPSampler._parameter_constraints.items()
+           if k != "sample_hyperparameters"},
+        "alpha": [Interval(Real, 0, None, closed="neither")],
+        "lapse": [Interval(Real, 0, 1, closed="left")],
+        "n_alternatives": [Interval(Integral, 2, None, closed="left"), None],
+        "unique_aspects": ["boolean"],
+        "solver": [StrOptions(set(EBA_SOLVERS)), HasMethods(["initialize", "sweep"])],
+        "n_jobs": [Integral, None],
+        "sample_alpha": ["boolean"],
+    }
+
+    def __init__(
+        self,
+        alpha=1.0,
+        lapse=0.01,
+        n_alternatives=None,
+        unique_aspects=True,
+        solver="slice",
+        n_iter=1000,
+        burn_in=None,
+        thin=1,
+        n_chains=1,
+        n_jobs=None,
+        sample_alpha=True,
+        warm_start=False,
+        random_state=None,
+        verbose=0,
+    ):
+        self.alpha = alpha
+        self.lapse = lapse
+        self.n_alternatives = n_alternatives
+        self.unique_aspects = unique_aspects
+        self.solver = solver
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.sample_alpha = sample_alpha
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
+
+    def __sklearn_tags__(self):
+        tags = super().__sklearn_tags__()
+        tags.input_tags.categorical = True
+        tags.classifier_tags.multi_class = False
+        tags.non_deterministic = False
+        return tags
+
+    # -- the sampling loop's hooks -------------------------------------------------------
+    def _resolve_solver(self):
+        if isinstance(self.solver, str):
+            return EBA_SOLVERS[self.solver]()
+        return clone(self.solver)
+
+    _trace_names = ("log_joint", "log_likelihood", "n_features", "alpha", "acceptance",
+                    "eta")
+
+    def _trace_values(self, state, log_joint):
+        log_lik = float(total_log_likelihood(state.wins, state.adv, state.lapse))
+        return (log_joint, log_lik, state.n_features, state.alpha, state.acceptance,
+                float(np.exp(state.log_eta)))
+
+    def _initialize_chain(self, solver, wins, hyper, init, rng):
+        # Seed 002 sec. 4.5.3: Z and the weights start from their priors.
+        N = wins.shape[0]
+        Z = sample_ibp(N, self.alpha, random_state=rng)
+        weights = rng.gamma(1.0, 1.0, Z.shape[1])
+        unique = rng.gamma(1.0, 1.0, N)
+        return solver.initialize(wins, Z, weights, unique, self.alpha, self.lapse,
+                                 adapt_sweeps=self._burn_in(),
+                                 unique_aspects=self.unique_aspects)
+
+    def _iterate(self, solver, state, rng, missing):
+        solver.sweep(state, rng)
+        if self.sample_alpha:
+            solver.sample_alpha(state, rng)
+
+    def _log_joint(self, solver, state) -> float:
+        return solver.log_joint(state)
+
+    def _snapshot(self, state, chain, log_joint):
+        Z = state.active_Z.copy()
+        weights = state.weights.copy()
+        unique = state.unique.copy()
+        return {
+            "Z": Z,
+            "weights": weights,
+            "unique_weights": unique,
+            "probabilities": eba_probabilities(Z, weights, unique, state.lapse),
+            "alpha": state.alpha,
+            "log_joint": float(log_joint),
+            "chain": chain,
+        }
+
+    # -- fitting ------------------------------------------------------------------------
+    @_fit_context(prefer_skip_nested_validation=True)
+    def fit(self, X, y):
+        """Sample the posterior over aspects, weights and ``alpha`` given comparisons.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_pairs, 2)
+            Each row a pair ``(i, j)`` of integer alternative indices, ``i != j``;
+            repeated rows are repeated comparisons.
+        y : array-like of shape (n_pairs,)
+            1 when the first alternative of the pair was chosen, 0 when the second was.
+
+        Returns
+        -------
+        self : InfiniteEBA
+            The fitted estimator.
+        """
+        return self._fit(X, y, None)
+
+    def fit_counts(self, W):
+        """Fit from a matrix of win counts.
+
+        Parameters
+        ----------
+        W : array-like of shape (n_alternatives, n_alternatives)
+            ``W[i, j]``: how many times ``i`` was chosen over ``j`` (non-negative
+            integers, zero diagonal).
+
+        Returns
+        -------
+        self : InfiniteEBA
+            The fitted estimator, exactly as ``fit(*pairs_from_win_counts(W))`` with
+            ``n_alternatives = len(W)``.
+        """
+        X, y = pairs_from_win_counts(W)
+        return self._fit(X, y, np.shape(W)[0])
+
+    def _fit(self, X, y, n_from_counts):
+        self._validate_params()
+        continuing = self.warm_start and hasattr(self, "_chains")
+        X_checked = validate_data(self, X, dtype=None, ensure_2d=True,
+                                  ensure_min_samples=1, reset=not continuing,
+                                  ensure_all_finite=False)
+        pairs = check_pairs(X_checked, self.n_alternatives)
+        y = check_outcomes(y, pairs.shape[0])
+        if self.n_alternatives is not None:
+            N = self.n_alternatives
+            if n_from_counts is not None and n_from_counts != N:
+                raise ValueError(f"W describes {n_from_counts} alternatives but "
+                                 f"n_alternatives={N}.")
+        elif n_from_counts is not None:
+            N = n_from_counts
+        else:
+            N = max(int(pairs.max()) + 1, 2)
+        wins = win_counts_from_pairs(pairs, y, N)
+        if continuing and N != self.n_alternatives_:
+            raise ValueError(
+                f"warm_start=True continues the previous chains over {self.n_alternatives_}"
+                f" alternatives; this data has {N}."
+            )
+        self.classes_ = np.array([0, 1])
+        self.n_alternatives_ = N
+        self.win_counts_ = wins
+        solver = self._solver if continuing else self._resolve_solver()
+        self._run_chains(wins, None, {}, solver, None)
+        self._solver = solver
+        self._set_posterior()
+        return self
+
+    def _set_posterior(self):
+        last = self.samples_[-1]
+        self.aspects_ = last["Z"].astype(np.int8)
+        self.weights_ = last["weights"].copy()
+        self.unique_weights_ = last["unique_weights"].copy()
+        self.alpha_ = float(last["alpha"])
+        self.choice_probabilities_ = np.mean([s["probabilities"] for s in self.samples_],
+                                             axis=0)
+        self.log_likelihood_trace_ = self.traces_["log_likelihood"]
+        self.n_features_trace_ = self.traces_["n_features"]
+        self.alpha_trace_ = self.traces_["alpha"]
+
+    # -- prediction ---------------------------------------------------------------------
+    def _pairs(self, X):
+        check_is_fitted(self)
+        X = validate_data(self, X, dtype=None, reset=False, ensure_all_finite=False)
+        return check_pairs(X, self.n_alternatives_)
+
+    def predict_proba(self, X):
+        """Posterior mean probability of each outcome of each pair.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_pairs, 2)
+            Pairs ``(i, j)`` of alternative indices.
+
+        Returns
+        -------
+        proba : ndarray of shape (n_pairs, 2)
+            Columns in the order of ``classes_``: ``[P(j chosen), P(i chosen)]``.
+        """
+        pairs = self._pairs(X)
+        p = self.choice_probabilities_[pairs[:, 0], pairs[:, 1]]
+        return np.column_stack([1.0 - p, p])
+
+    def predict(self, X):
+        """The more probable outcome of each pair: 1 when the first is the likelier
+        choice.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_pairs, 2)
+
+        Returns
+        -------
+        ndarray of shape (n_pairs,)
+        """
+        return self.classes_[np.argmax(self.predict_proba(X), axis=1)]
+
+    def score(self, X, y, sample_weight=None):
+        """Mean log-likelihood of the outcomes under the posterior mean predictive.
+
+        Unlike :meth:`sklearn.base.ClassifierMixin.score` (accuracy), this is
+        ``mean(y log p + (1 - y) log(1 - p))`` with ``p = predict_proba(X)[:, 1]``: the
+        log predictive probability per comparison, higher is better.
+
+        Parameters
+        ----------
+        X : array-like of shape (n_pairs, 2)
+        y : array-like of shape (n_pairs,)
+            Outcomes, 1 when the first alternative was chosen.
+        sample_weight : array-like of shape (n_pairs,) or None
+            Weights of the comparisons.
+
+        Returns
+        -------
+        float
+        """
+        proba = self.predict_proba(X)
+        y = check_outcomes(y, proba.shape[0])
+        chosen = proba[np.arange(y.shape[0]), y]
+        with np.errstate(divide="ignore"):
+            log_p = np.log(chosen)
+        return float(np.average(log_p, weights=sample_weight))
