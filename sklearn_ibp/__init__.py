@@ -10,6 +10,7 @@ from .estimators import (
     DPMixture,
     IBPFactorAnalysis,
     IBPImputer,
+    InfiniteEBA,
     NoisyOrHierarchy,
 )
 
@@ -20,6 +21,7 @@ __all__ = [
     "DistanceDependentIBP",
     "IBPFactorAnalysis",
     "IBPImputer",
+    "InfiniteEBA",
     "NoisyOrHierarchy",
     "__version__",
 ]
