@@ -1,10 +1,14 @@
 """The data-parallel sampler of the binary (leaky noisy-or) model, ParallelNoisyOr
 (seed 000 sec. 5.1, the non-conjugate procedure), its shard kernels and messages.
 
-The Dask test starts a ``LocalCluster`` of worker processes on loopback.
+The Dask tests share one ``LocalCluster`` of worker processes on loopback (a module
+fixture).
 """
 
+import warnings
+
 import numpy as np
+import pytest
 
 from sklearn_ibp.likelihoods import LeakyNoisyOr
 
@@ -378,28 +382,115 @@ def test_reproducible_at_a_fixed_seed():
     _assert_same_fit(first, other)  # one thread or three: the same draws
 
 
-def test_dask_gives_the_thread_result():
-    import warnings
-
-    import pytest
-
-    from sklearn_ibp.distributed import ParallelNoisyOr
-
+@pytest.fixture(scope="module")
+def dask_client():
     distributed = pytest.importorskip("distributed")
-    X, _, _ = _blocks(400)
-    threads = _fit(ParallelNoisyOr(n_shards=2, proposal_rate=0.5), X, n_iter=4)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
                                            host="127.0.0.1", dashboard_address=None)
         client = distributed.Client(cluster)
-    try:
-        solver = ParallelNoisyOr(n_shards=2, proposal_rate=0.5, backend="dask",
-                                 client=client)
-        dask = _fit(solver, X, n_iter=4)
-        assert client.status == "running"  # the user's client is left open
-    finally:
-        client.close()
-        cluster.close()
+    yield client
+    client.close()
+    cluster.close()
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
+def test_dask_gives_the_thread_result(dask_client, mode):
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, _, _ = _blocks(400)
+    solver = ParallelNoisyOr(n_shards=2, proposal_rate=0.5, mode=mode)
+    threads = _fit(solver, X, n_iter=4)
+    solver.set_params(backend="dask", client=dask_client)
+    dask = _fit(solver, X, n_iter=4)
+    assert dask_client.status == "running"  # the user's client is left open
     _assert_same_fit(threads, dask)
     assert dask._solver.n_resent_ == 0
+
+
+# -- asynchronous mode and feature sub-sampling ----------------------------------------------
+def test_asynchronous_mode_is_reproducible_and_keeps_the_features_aligned():
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, _, _ = _blocks(600)
+    X = X.copy()
+    X[np.random.default_rng(1).random(X.shape) < 0.05] = np.nan
+    solver = ParallelNoisyOr(n_shards=3, mode="asynchronous", proposal_rate=0.5)
+    first = _fit(solver, X, n_iter=8)
+    _assert_same_fit(first, _fit(solver, X, n_iter=8))
+    # One thread or three: the messages are taken in shard order, the same draws.
+    _assert_same_fit(first, _fit(ParallelNoisyOr(n_shards=3, mode="asynchronous",
+                                                 proposal_rate=0.5, n_workers=1), X, n_iter=8))
+    # Not the synchronous chain (after the first round the shards see older messages).
+    sync = _fit(ParallelNoisyOr(n_shards=3, proposal_rate=0.5), X, n_iter=8)
+    assert not np.array_equal(sync.traces_["log_joint"], first.traces_["log_joint"])
+    solver = first._solver
+    assert all(len(t) == 8 for t in solver.timings_.values())
+    state = first._chains[0]["state"]
+    st = state.stats
+    shards = st["shards"]
+    # The totals are the sums of the shards' messages, all in one numbering (global ids,
+    # no id twice); the chain's Z and A are the live features.
+    K = st["ids"].size
+    assert np.unique(st["ids"]).size == K
+    assert all(s.Z.shape[1] == s.counts.size == s.lam.shape[0] == K for s in shards)
+    Z_all = np.concatenate([s.Z for s in shards])
+    np.testing.assert_array_equal(st["counts"], Z_all.sum(axis=0))
+    np.testing.assert_array_equal(st["Lambda"], sum(s.lam for s in shards))
+    live = st["counts"] > 0
+    np.testing.assert_array_equal(state.Z, Z_all[:, live])
+    assert state.n_features == live.sum() > 0
+    eta = solver.natural_parameters(state)
+    np.testing.assert_array_equal(state.A, (eta > 0).astype(float))
+    assert eta.shape == (state.n_features, X.shape[1])
+
+
+def test_asynchronous_token_and_feature_ids():
+    """Driven round by round: only the shard sent with the token creates features, the
+    token moves on when its holder's message is in, a message in an older numbering is
+    mapped to the current one, and no feature a shard in flight could take up is dropped."""
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, _, _ = _blocks(400)
+    solver = ParallelNoisyOr(n_shards=4, mode="asynchronous", proposal_rate=0.5)
+    lik, state, rng = _solver_state(solver, X, np.zeros((400, 0), dtype=np.int8),
+                                    np.zeros((0, 36)))
+    solver.sweep(state, lik, rng)  # the first round is synchronous
+    assert state.stats["A_start"] is None and not getattr(solver, "_in_flight", {})
+    seen_ids = set(state.stats["ids"].tolist())
+    created = 0
+    for round_ in range(6):
+        # Which shard the messages collected in this iteration were sent with the token
+        # (after the synchronous round nothing is in flight: all go with the totals).
+        sent_token = ({p: task[-1] for p, task in solver._in_flight.items()} if round_
+                      else {p: p == state.stats["token"] for p in range(4)})
+        solver.sweep(state, lik, rng)
+        st = state.stats
+        in_flight = solver._in_flight
+        assert sorted(in_flight) == [0, 1, 2, 3]
+        assert sum(token for *_, token in in_flight.values()) <= 1
+        for p, shard in enumerate(st["shards"]):
+            assert sent_token[p] or shard.n_created == 0
+            created += shard.n_created
+        # Ids are never reused; every feature a shard in flight was sent alive is kept.
+        new_ids = set(st["ids"].tolist()) - seen_ids
+        assert all(i >= max(seen_ids, default=-1) for i in new_ids)
+        seen_ids |= new_ids
+        for _, sent_ids, sent_counts, _ in in_flight.values():
+            assert np.isin(sent_ids[sent_counts > 0], st["ids"]).all()
+    assert created > 0 and state.n_features > 0
+    solver.close()
+    assert solver._in_flight == {}
+
+
+@pytest.mark.parametrize("params", [dict(mode="bogus"), dict(feature_subsample=0.0),
+                                    dict(feature_subsample=1.5), dict(mode=None)])
+def test_invalid_parameters_are_refused(params):
+    from sklearn.utils._param_validation import InvalidParameterError
+
+    from sklearn_ibp.distributed import ParallelNoisyOr
+
+    X, Z, A = _blocks(40)
+    with pytest.raises(InvalidParameterError, match=next(iter(params))):
+        _solver_state(ParallelNoisyOr(**params), X, Z, A)

@@ -9,6 +9,9 @@ contribution ``lambda^p`` (see :mod:`._noisy_or_shard`), its counts ``m_k^p`` an
 table for ``epsilon`` and ``lambda``. At the root the messages are summed up a binary
 tree (:func:`~._common.tree_sum`), features no row has are dropped
 everywhere, and the token (the right to create features) moves to the next shard.
+Asynchronously (``mode="asynchronous"``), each shard's message is taken in as it comes
+and the shard is sent on at once, as in
+:class:`~sklearn_ibp.distributed.ParallelAccelerated`.
 """
 
 from __future__ import annotations
@@ -46,6 +49,12 @@ def _pad_rows(array, K):
     return out
 
 
+def _select_features(shard, keep):
+    """Shard ``shard``'s message over the features ``keep`` only."""
+    return replace(shard, Z=np.ascontiguousarray(shard.Z[:, keep]), counts=shard.counts[keep],
+                   lam=shard.lam[keep], A=None if shard.A is None else shard.A[keep])
+
+
 def _sum_tables(shards):
     length = max(max(s.n_zero.size, s.n_one.size) for s in shards)
     n_zero = tree_sum(_pad_rows(s.n_zero, length) for s in shards)
@@ -60,6 +69,8 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     iteration is one round, in which every shard runs ``sweeps_per_sync`` uncollapsed
     sweeps (Algorithm 13 for ``Z``, element-wise Gibbs for ``A``) given the others'
     statistics at the last synchronisation, then the messages are summed at the root.
+    Asynchronous: every shard's message is taken in once per iteration, as it comes, and
+    the shard is sent on at once with the latest totals (see ``mode``).
 
     The chain's state: ``Z`` is the shards' rows stacked; ``A`` is the **mode** of
     ``Q(A)`` (``a_kd = 1`` where ``eta_kd > 0``), not a draw: the shards each hold their
@@ -83,6 +94,26 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     sweeps_per_sync : int, default=1
         Uncollapsed sweeps per shard between synchronisations (their conditional
         probabilities are averaged into the tilted marginals ``q``).
+    mode : {"synchronous", "asynchronous"}, default="synchronous"
+        Synchronous: every shard waits for all the others at each synchronisation, and
+        all start the next round from the same messages. Asynchronous (sec. 5.1,
+        "Asynchronous Operation"), as in
+        :class:`~sklearn_ibp.distributed.ParallelAccelerated`: a shard's message is taken
+        in as soon as it comes (in shard order, so that a fit is reproducible bit for
+        bit at a given ``random_state``, whatever the backend) and the shard is sent on
+        at once with the latest ``Q(A)`` and counts, in which the other shards are up
+        to one round behind; the root's parameter step uses the latest messages. The
+        first round is synchronous (every shard starts from the chain's ``A``; a shard
+        sent on before the others' messages were in would find an empty cavity).
+        Features carry global ids, so a message in an older numbering is mapped to the
+        current one; a feature is dropped only when no row has it and no shard in flight
+        was sent it alive (so none can take it up). One estimator iteration takes in
+        every shard's message once.
+    feature_subsample : float in (0, 1] or None, default=None
+        Fraction of the features whose ``z_nk`` each shard Gibbs-samples in a sweep,
+        chosen at random afresh every sweep (sec. 5.1's feature sub-sampling); None
+        samples them all. The unique-feature move, new features and the ``A`` sweep
+        (from which the messages come) always see every feature.
     backend : {"threads", "dask"}, default="threads"
     client : distributed.Client or None, default=None
         The cluster for ``backend="dask"``; None starts a ``LocalCluster`` for the fit.
@@ -113,6 +144,8 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     _parameter_constraints: dict = {
         "n_shards": [Interval(Integral, 1, None, closed="left")],
         "sweeps_per_sync": [Interval(Integral, 1, None, closed="left")],
+        "mode": [StrOptions({"synchronous", "asynchronous"})],
+        "feature_subsample": [Interval(Real, 0, 1, closed="right"), None],
         "backend": [StrOptions({"threads", "dask"})],
         "client": "no_validation",
         "n_workers": [Interval(Integral, 1, None, closed="left"), None],
@@ -122,11 +155,13 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         "worker_timeout": [Interval(Real, 0, None, closed="neither")],
     }
 
-    def __init__(self, n_shards=2, sweeps_per_sync=1, backend="threads", client=None,
-                 n_workers=None, k_max=6, proposal="prior", proposal_rate=None,
-                 worker_timeout=60.0):
+    def __init__(self, n_shards=2, sweeps_per_sync=1, mode="synchronous",
+                 feature_subsample=None, backend="threads", client=None, n_workers=None,
+                 k_max=6, proposal="prior", proposal_rate=None, worker_timeout=60.0):
         self.n_shards = n_shards
         self.sweeps_per_sync = sweeps_per_sync
+        self.mode = mode
+        self.feature_subsample = feature_subsample
         self.backend = backend
         self.client = client
         self.n_workers = n_workers
@@ -158,9 +193,14 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         return engine
 
     def close(self):
-        """Shut down the threads, or the ``LocalCluster`` this solver started."""
+        """Cancel the shards in flight; shut down the threads, or the ``LocalCluster``
+        this solver started."""
         engine = getattr(self, "_engine", None)
         if engine is not None:
+            for task, *_ in getattr(self, "_in_flight", {}).values():
+                engine.cancel(task)
+            self._in_flight = {}
+            self._flight_owner = None
             engine.close()
             self._engine = None
 
@@ -220,34 +260,50 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
             shards.append(NoisyOrShardState(
                 Z=Zp, counts=Zp.sum(axis=0).astype(np.int64), lam=np.zeros((K, D)),
                 n_zero=n_zero, n_one=n_one, rng=np.random.default_rng(int(seeds[p]))))
-        state.stats.update(shards=shards, bounds=bounds, token=0, data_version=object())
+        state.stats.update(shards=shards, bounds=bounds, token=0, data_version=object(),
+                           ids=np.arange(K, dtype=np.int64), next_id=K)
         self._set_totals(state)
         # Until the first messages come back, the chain's A is the one it started from,
         # and every shard starts its first round from it (so that feature k means the same
         # on every shard).
         state.A = A.copy()
         state.stats["A_start"] = A.copy()
-        if not hasattr(self, "timings_"):
-            self.timings_ = {"round": [], "compute": [], "root": []}
-            self.n_resent_ = 0
+        self._ensure_records()
         return state
 
+    def _ensure_records(self) -> None:
+        """The fitted records (``timings_``, ``n_resent_``), also on a solver that only
+        continues a chain (``warm_start``) or was unpickled."""
+        if not hasattr(self, "timings_"):
+            self.timings_ = {"round": [], "compute": [], "root": []}
+        if not hasattr(self, "n_resent_"):
+            self.n_resent_ = 0
+
     def _set_totals(self, state):
-        """Sum the shards' messages up the tree; set ``Z``, ``A`` (the mode of ``Q``)."""
+        """Sum the shards' messages up the tree; set ``Z``, ``A`` (the mode of ``Q``) over
+        the live features (some row has them; asynchronously a feature no row has may be
+        kept for a shard in flight, but it is not part of the chain's state)."""
         st = state.stats
         shards = st["shards"]
         st["counts"] = tree_sum(s.counts for s in shards)
         st["Lambda"] = tree_sum(s.lam for s in shards)
         st["n_zero"], st["n_one"] = _sum_tables(shards)
-        state.Z = np.concatenate([s.Z for s in shards], axis=0)
+        st["live"] = np.flatnonzero(st["counts"] > 0)
+        Z = np.concatenate([s.Z for s in shards], axis=0)
+        state.Z = Z if st["live"].size == Z.shape[1] else Z[:, st["live"]]
         state.n_features = int(state.Z.shape[1])
         state.A = (self.natural_parameters(state) > 0.0).astype(np.float64)
 
     @staticmethod
     def natural_parameters(state):
-        """``eta = logit(p_a) + sum_p lambda^p`` (K x D): the log odds of ``Q(A)``."""
+        """``eta = logit(p_a) + sum_p lambda^p`` (K x D, the live features): the log
+        odds of ``Q(A)``."""
         p_a = float(state.params["p_a"])
-        return (np.log(p_a) - np.log1p(-p_a)) + state.stats["Lambda"]
+        Lambda = state.stats["Lambda"]
+        live = state.stats.get("live")
+        if live is not None and live.size < Lambda.shape[0]:
+            Lambda = Lambda[live]
+        return (np.log(p_a) - np.log1p(-p_a)) + Lambda
 
     def _message(self, state):
         st = state.stats
@@ -259,13 +315,21 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
             proposal=_PROPOSALS[self.proposal],
             proposal_rate=None if self.proposal_rate is None else float(self.proposal_rate),
             A_start=st.get("A_start"),
+            feature_subsample=(None if self.feature_subsample is None
+                               else float(self.feature_subsample)),
         )
 
     def sweep(self, state, likelihood, rng) -> None:
         """One round: every shard samples, the messages are summed, dead features dropped,
-        the token moves on. ``rng`` is not used (each shard has its own stream)."""
+        the token moves on (asynchronously, see ``mode``). ``rng`` is not used (each
+        shard has its own stream)."""
         if "shards" not in state.stats:
             raise ValueError(f"the state was not made by {type(self).__name__}.initialize.")
+        self._ensure_records()
+        if self.mode == "asynchronous":
+            self._flight(state)  # cancels what another chain (or a rolled-back state) sent
+            if state.stats.get("A_start") is None:
+                return self._sweep_asynchronous(state)
         st = state.stats
         shards = st["shards"]
         message = self._message(state)
@@ -279,14 +343,16 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         sampled = time.perf_counter()
         # Align: only the token holder may have appended features.
         K = max(s.Z.shape[1] for s in new)
+        n_new = K - st["ids"].size
+        st["ids"] = np.concatenate([st["ids"], st["next_id"] + np.arange(n_new)])
+        st["next_id"] += n_new
         new = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
                        lam=_pad_rows(s.lam, K), A=_pad_rows(s.A, K)) for s in new]
         total = tree_sum(s.counts for s in new)
         keep = np.flatnonzero(total > 0)
         if keep.size < K:
-            new = [replace(s, Z=np.ascontiguousarray(s.Z[:, keep]), counts=s.counts[keep],
-                           lam=s.lam[keep], A=s.A[keep])
-                   for s in new]
+            new = [_select_features(s, keep) for s in new]
+            st["ids"] = st["ids"][keep]
         st["shards"] = new
         self._set_totals(state)
         st["token"] = (st["token"] + 1) % len(new)
@@ -294,6 +360,102 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         self.timings_["round"].append(sampled - start)
         self.timings_["compute"].append(max(s.compute_seconds for s in new))
         self.timings_["root"].append(done - sampled)
+
+    # -- asynchronous operation ------------------------------------------------------------
+    # As ParallelAccelerated's: features carry global ids that are never reused; a shard's
+    # message comes back in the numbering it was sent with (plus the features it created,
+    # if it held the token), and the root maps it to the current one. A feature is dropped
+    # only when no shard has it and no shard in flight was sent it alive.
+    def _flight(self, state):
+        if getattr(self, "_flight_owner", None) is not state:
+            engine = getattr(self, "_engine", None)
+            for task, *_ in getattr(self, "_in_flight", {}).values():
+                if engine is not None:
+                    engine.cancel(task)
+            self._in_flight = {}
+            self._flight_owner = state
+        return self._in_flight
+
+    def _submit(self, state, p):
+        st = state.stats
+        engine = self._engine_for(state)
+        token = st["token"] == p
+        task = engine.submit(p, run_noisy_or_round,
+                             (st["shards"][p], self._message(state), token))
+        self._in_flight[p] = (task, st["ids"].copy(), st["counts"].copy(), token)
+
+    def _sweep_asynchronous(self, state) -> None:
+        st = state.stats
+        in_flight = self._flight(state)
+        engine = self._engine_for(state)
+        P = len(st["shards"])
+        for p in range(P):
+            if p not in in_flight:
+                self._submit(state, p)
+        start = time.perf_counter()
+        waited = 0.0
+        computed = []
+        for p in range(P):
+            task, sent_ids, _, token = in_flight.pop(p)
+            before = time.perf_counter()
+            resent = engine.n_resent
+            result = engine.collect(task)
+            waited += time.perf_counter() - before
+            self.n_resent_ += engine.n_resent - resent
+            self._take_in(state, p, result, sent_ids)
+            if token:
+                st["token"] = (p + 1) % P
+            self._drop_dead_features(state)
+            self._submit(state, p)
+            computed.append(result.compute_seconds)
+        # One entry per iteration, as in the synchronous mode: the time the root waited
+        # for messages, the slowest shard's computing, and the root's own work.
+        self.timings_["round"].append(waited)
+        self.timings_["compute"].append(max(computed))
+        self.timings_["root"].append(time.perf_counter() - start - waited)
+
+    def _take_in(self, state, p, result, sent_ids):
+        """Put shard ``p``'s message into the current numbering and the totals."""
+        st = state.stats
+        n_new = result.Z.shape[1] - sent_ids.size
+        new_ids = np.arange(st["next_id"], st["next_id"] + n_new, dtype=np.int64)
+        st["next_id"] += n_new
+        ids = np.concatenate([st["ids"], new_ids])
+        position = {int(i): j for j, i in enumerate(ids)}
+        where = np.array([position.get(int(i), -1)
+                          for i in np.concatenate([sent_ids, new_ids])], dtype=np.int64)
+        kept = where >= 0
+        # A feature dropped while the shard was out could not have been taken up by it.
+        assert not result.counts[~kept].any()
+        K = ids.size
+        cols, src = where[kept], np.flatnonzero(kept)
+        Z = np.zeros((result.Z.shape[0], K), dtype=np.int8)
+        Z[:, cols] = result.Z[:, src]
+        counts = np.zeros(K, dtype=np.int64)
+        counts[cols] = result.counts[src]
+        lam = np.zeros((K,) + result.lam.shape[1:])
+        lam[cols] = result.lam[src]
+        A = np.zeros((K,) + result.A.shape[1:])
+        A[cols] = result.A[src]
+        shards = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
+                          lam=_pad_rows(s.lam, K),
+                          A=None if s.A is None else _pad_rows(s.A, K))
+                  for s in st["shards"]]
+        shards[p] = replace(result, Z=Z, counts=counts, lam=lam, A=A)
+        st["shards"] = shards
+        st["ids"] = ids
+        self._set_totals(state)
+
+    def _drop_dead_features(self, state):
+        st = state.stats
+        dead = st["counts"] == 0
+        for _, sent_ids, sent_counts, _ in self._in_flight.values():
+            dead &= ~np.isin(st["ids"], sent_ids[sent_counts > 0])
+        if dead.any():
+            keep = np.flatnonzero(~dead)
+            st["shards"] = [_select_features(s, keep) for s in st["shards"]]
+            st["ids"] = st["ids"][keep]
+            self._set_totals(state)
 
     def sample_parameters(self, state, likelihood, rng) -> None:
         """``epsilon`` and ``lambda`` from the summed count table, ``p_a`` from the state's
