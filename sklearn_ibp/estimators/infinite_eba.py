@@ -90,7 +90,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     Attributes
     ----------
     classes_ : ndarray of shape (2,)
-        ``[0, 1]``.
+        ``[0, 1]`` (or the two labels of ``y``, the second meaning the first chosen).
     n_alternatives_ : int
         Number of alternatives.
     win_counts_ : ndarray of shape (n_alternatives, n_alternatives)
@@ -190,6 +190,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         tags = super().__sklearn_tags__()
         tags.input_tags.categorical = True
         tags.classifier_tags.multi_class = False
+        # X is pairs of alternatives: real-valued data (the checks' blobs) carry no
+        # choices to learn.
+        tags.classifier_tags.poor_score = True
         tags.non_deterministic = False
         return tags
 
@@ -250,7 +253,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
             Each row a pair ``(i, j)`` of integer alternative indices, ``i != j``;
             repeated rows are repeated comparisons.
         y : array-like of shape (n_pairs,)
-            1 when the first alternative of the pair was chosen, 0 when the second was.
+            1 when the first alternative of the pair was chosen, 0 when the second was
+            (two other labels are accepted too, the greater meaning the first chosen).
 
         Returns
         -------
@@ -284,7 +288,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                                   ensure_min_samples=1, reset=not continuing,
                                   ensure_all_finite=False)
         pairs = check_pairs(X_checked, self.n_alternatives)
-        y = check_outcomes(y, pairs.shape[0])
+        y, classes = check_outcomes(y, pairs.shape[0],
+                                    self.classes_ if continuing else None)
         if self.n_alternatives is not None:
             N = self.n_alternatives
             if n_from_counts is not None and n_from_counts != N:
@@ -300,7 +305,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                 f"warm_start=True continues the previous chains over {self.n_alternatives_}"
                 f" alternatives; this data has {N}."
             )
-        self.classes_ = np.array([0, 1])
+        self.classes_ = classes
         self.n_alternatives_ = N
         self.win_counts_ = wins
         solver = self._solver if continuing else self._resolve_solver()
@@ -378,7 +383,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         float
         """
         proba = self.predict_proba(X)
-        y = check_outcomes(y, proba.shape[0])
+        y, _ = check_outcomes(y, proba.shape[0], self.classes_)
         chosen = proba[np.arange(y.shape[0]), y]
         with np.errstate(divide="ignore"):
             log_p = np.log(chosen)

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 import numpy as np
 from scipy.optimize import minimize
+from sklearn.utils import assert_all_finite, column_or_1d
+from sklearn.utils.multiclass import type_of_target
 
 __all__ = [
     "bradley_terry_probabilities",
@@ -230,21 +232,72 @@ def check_pairs(X, n_alternatives=None, name="X"):
     return pairs
 
 
-def check_outcomes(y, n_rows):
-    """``y`` as an int64 array of zeros and ones, one per pair."""
+def check_outcomes(y, n_rows, classes=None):
+    """Outcomes as an int64 array of zeros and ones (1: the first of the pair was
+    chosen), one per pair, and the two class labels.
+
+    ``y`` holds 0 and 1 (or booleans); as for any scikit-learn binary classifier, two
+    other labels are also accepted, the greater of them (``classes[1]``) meaning that the
+    first alternative was chosen.
+
+    Parameters
+    ----------
+    y : array-like of shape (n_rows,)
+    n_rows : int
+        The number of pairs.
+    classes : ndarray of shape (2,) or None
+        The labels seen in ``fit`` (None: infer them).
+
+    Returns
+    -------
+    outcomes : ndarray of shape (n_rows,), int64
+    classes : ndarray of shape (2,)
+
+    Raises
+    ------
+    ValueError
+        For a missing ``y``, a shape that does not match ``X``, NaN or infinite values,
+        a continuous or multiclass target (with scikit-learn's wording), or labels that
+        are not two.
+    """
+    if y is None:
+        raise ValueError("InfiniteEBA requires y to be passed, but the target y is None: "
+                         "y[n] is 1 when the first alternative of pair n was chosen.")
     y = np.asarray(y)
     if y.ndim == 2 and y.shape[1] == 1:
-        y = y[:, 0]
+        y = column_or_1d(y, warn=True)
     if y.ndim != 1 or y.shape[0] != n_rows:
         raise ValueError(f"y must be a 1-d array with one outcome per row of X ({n_rows}),"
                          f" got shape {y.shape}.")
-    if y.dtype.kind not in "biuf" or not np.all(np.isin(y, (0, 1))):
-        values = np.unique(y)[:5] if y.dtype.kind != "O" else y[:5]
-        raise ValueError(
-            "y must be binary: 1 when the first alternative of the pair was chosen, 0 "
-            f"when the second was; got values such as {list(values)}."
-        )
-    return y.astype(np.int64)
+    if y.dtype.kind in "fc":
+        assert_all_finite(y, input_name="y")
+    kind = type_of_target(y) if y.size else "binary"
+    if kind in ("continuous", "continuous-multioutput"):
+        raise ValueError(f"Unknown label type: {kind}. y must be binary: 1 when the first "
+                         "alternative of the pair was chosen, 0 when the second was.")
+    if kind not in ("binary", "multiclass"):
+        raise ValueError(f"Unknown label type: {kind}. y must be binary (0 or 1).")
+    values = np.unique(y)
+    if values.size > 2:
+        raise ValueError("Only binary classification is supported: y must be 1 when the "
+                         "first alternative of the pair was chosen and 0 when the second "
+                         f"was; got {values.size} classes.")
+    zero_one = y.dtype.kind in "biuf" and bool(np.all(np.isin(values, (0, 1))))
+    if classes is None:
+        if zero_one:
+            classes = np.array([0, 1])
+        elif values.size == 2:
+            classes = values
+        else:
+            raise ValueError(
+                f"y must be binary: 1 when the first alternative of the pair was chosen, "
+                f"0 when the second was; got the single label {values[0]!r} (labels "
+                "other than 0 and 1 must come two, the greater meaning the first chosen)."
+            )
+    if not np.all(np.isin(values, classes)):
+        raise ValueError(f"y has labels {list(values)} not among the classes "
+                         f"{list(classes)} seen in fit.")
+    return (y == classes[1]).astype(np.int64), classes
 
 
 def win_counts_from_pairs(X, y, n_alternatives=None) -> np.ndarray:
@@ -264,7 +317,7 @@ def win_counts_from_pairs(X, y, n_alternatives=None) -> np.ndarray:
     W : ndarray of shape (n_alternatives, n_alternatives), float64
     """
     pairs = check_pairs(X, n_alternatives)
-    y = check_outcomes(y, pairs.shape[0])
+    y, _ = check_outcomes(y, pairs.shape[0])
     N = int(pairs.max()) + 1 if n_alternatives is None else int(n_alternatives)
     W = np.zeros((N, N))
     winner = np.where(y == 1, pairs[:, 0], pairs[:, 1])
