@@ -272,7 +272,7 @@ def test_only_the_token_holder_creates_features():
                                     np.zeros((0, 36)))
     created = []
     for round_ in range(6):
-        token = state.stats["token"]
+        (token,) = state.stats["tokens"]
         assert token == round_ % 4
         K0 = state.n_features
         bounds = state.stats["bounds"]
@@ -464,7 +464,7 @@ def test_asynchronous_token_and_feature_ids():
         # Which shard the messages collected in this iteration were sent with the token
         # (after the synchronous round nothing is in flight: all go with the totals).
         sent_token = ({p: task[-1] for p, task in solver._in_flight.items()} if round_
-                      else {p: p == state.stats["token"] for p in range(4)})
+                      else {p: p in state.stats["tokens"] for p in range(4)})
         solver.sweep(state, lik, rng)
         st = state.stats
         in_flight = solver._in_flight

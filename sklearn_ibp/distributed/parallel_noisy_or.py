@@ -8,7 +8,8 @@ its cavity ``Q^{-p}``, runs uncollapsed sweeps on its rows and sends back its li
 contribution ``lambda^p`` (see :mod:`._noisy_or_shard`), its counts ``m_k^p`` and a count
 table for ``epsilon`` and ``lambda``. At the root the messages are summed up a binary
 tree (:func:`~._common.tree_sum`), features no row has are dropped
-everywhere, and the token (the right to create features) moves to the next shard.
+everywhere, and the token (the right to create features) moves to the next shard
+(``n_tokens`` tokens, each held by a different shard).
 Asynchronously (``mode="asynchronous"``), each shard's message is taken in as it comes
 and the shard is sent on at once, as in
 :class:`~sklearn_ibp.distributed.ParallelAccelerated`.
@@ -26,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..priors.ibp import ibp_log_prob
 from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
 from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
-from ._common import DistributedSolverMixin, pad_columns, tree_sum
+from ._common import DistributedSolverMixin, tree_sum
 from ._engines import make_engine
 from ._noisy_or_shard import (
     NoisyOrMessage,
@@ -47,6 +48,22 @@ def _pad_rows(array, K):
     out = np.zeros((K,) + array.shape[1:], dtype=array.dtype)
     out[: array.shape[0]] = array
     return out
+
+
+def _renumber(shard, columns, K):
+    """Shard ``shard``'s message in a numbering of ``K`` features, its feature ``j`` at
+    ``columns[j]`` (the others zero)."""
+    if columns.size == K and (columns == np.arange(K)).all():
+        return shard
+    Z = np.zeros((shard.Z.shape[0], K), dtype=shard.Z.dtype)
+    Z[:, columns] = shard.Z
+    out = {"Z": Z}
+    for name in ("counts", "lam", "A"):
+        value = getattr(shard, name)
+        if value is not None:
+            out[name] = np.zeros((K,) + value.shape[1:], dtype=value.dtype)
+            out[name][columns] = value
+    return replace(shard, **out)
 
 
 def _select_features(shard, keep):
@@ -114,6 +131,15 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         chosen at random afresh every sweep (sec. 5.1's feature sub-sampling); None
         samples them all. The unique-feature move, new features and the ``A`` sweep
         (from which the messages come) always see every feature.
+    n_tokens : int, default=1
+        Tokens passed among the shards, each held by a different shard; only a shard
+        holding one proposes new features in its round (sec. 5.1 has one). Synchronously
+        every token moves on by ``n_tokens`` shards each round; asynchronously a token
+        moves to the next shard that holds none when its holder's message is in. New
+        features of different holders are different features (global ids), so more
+        tokens keep the features aligned; they propose births on more rows per round,
+        at the risk of two shards creating the same feature at once (which the sampler
+        must then merge by letting one die). At most ``n_shards``.
     backend : {"threads", "dask"}, default="threads"
     client : distributed.Client or None, default=None
         The cluster for ``backend="dask"``; None starts a ``LocalCluster`` for the fit.
@@ -146,6 +172,7 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         "sweeps_per_sync": [Interval(Integral, 1, None, closed="left")],
         "mode": [StrOptions({"synchronous", "asynchronous"})],
         "feature_subsample": [Interval(Real, 0, 1, closed="right"), None],
+        "n_tokens": [Interval(Integral, 1, None, closed="left")],
         "backend": [StrOptions({"threads", "dask"})],
         "client": "no_validation",
         "n_workers": [Interval(Integral, 1, None, closed="left"), None],
@@ -156,12 +183,14 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     }
 
     def __init__(self, n_shards=2, sweeps_per_sync=1, mode="synchronous",
-                 feature_subsample=None, backend="threads", client=None, n_workers=None,
-                 k_max=6, proposal="prior", proposal_rate=None, worker_timeout=60.0):
+                 feature_subsample=None, n_tokens=1, backend="threads", client=None,
+                 n_workers=None, k_max=6, proposal="prior", proposal_rate=None,
+                 worker_timeout=60.0):
         self.n_shards = n_shards
         self.sweeps_per_sync = sweeps_per_sync
         self.mode = mode
         self.feature_subsample = feature_subsample
+        self.n_tokens = n_tokens
         self.backend = backend
         self.client = client
         self.n_workers = n_workers
@@ -224,6 +253,11 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         if X.ndim != 2:
             raise ValueError(f"X must be 2-d; got shape {X.shape}.")
         N, D = X.shape
+        if self.n_tokens > self.n_shards:
+            raise ValueError(
+                f"n_tokens={self.n_tokens} is more than n_shards={self.n_shards}; each token "
+                "is held by a different shard."
+            )
         if self.n_shards > N:
             raise ValueError(
                 f"n_shards={self.n_shards} is more than the {N} rows of X; each shard needs "
@@ -260,7 +294,8 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
             shards.append(NoisyOrShardState(
                 Z=Zp, counts=Zp.sum(axis=0).astype(np.int64), lam=np.zeros((K, D)),
                 n_zero=n_zero, n_one=n_one, rng=np.random.default_rng(int(seeds[p]))))
-        state.stats.update(shards=shards, bounds=bounds, token=0, data_version=object(),
+        state.stats.update(shards=shards, bounds=bounds, data_version=object(),
+                           tokens=tuple(range(self.n_tokens)),
                            ids=np.arange(K, dtype=np.int64), next_id=K)
         self._set_totals(state)
         # Until the first messages come back, the chain's A is the one it started from,
@@ -337,17 +372,21 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         start = time.perf_counter()
         before = engine.n_resent
         new = engine.map(run_noisy_or_round,
-                         [(s, message, p == st["token"]) for p, s in enumerate(shards)])
+                         [(s, message, p in st["tokens"]) for p, s in enumerate(shards)])
         self.n_resent_ += engine.n_resent - before
         st["A_start"] = None
         sampled = time.perf_counter()
-        # Align: only the token holder may have appended features.
-        K = max(s.Z.shape[1] for s in new)
-        n_new = K - st["ids"].size
-        st["ids"] = np.concatenate([st["ids"], st["next_id"] + np.arange(n_new)])
-        st["next_id"] += n_new
-        new = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
-                       lam=_pad_rows(s.lam, K), A=_pad_rows(s.A, K)) for s in new]
+        # Align: only the token holders may have appended features, each after the global
+        # ones; in the global numbering holder p's come after those of the holders before.
+        K0 = st["ids"].size
+        n_new = [s.Z.shape[1] - K0 for s in new]
+        K = K0 + sum(n_new)
+        st["ids"] = np.concatenate([st["ids"], st["next_id"] + np.arange(K - K0)])
+        st["next_id"] += K - K0
+        offset = np.cumsum([K0] + n_new)
+        new = [_renumber(s, np.concatenate([np.arange(K0), np.arange(offset[p], offset[p + 1])]),
+                         K)
+               for p, s in enumerate(new)]
         total = tree_sum(s.counts for s in new)
         keep = np.flatnonzero(total > 0)
         if keep.size < K:
@@ -355,7 +394,7 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
             st["ids"] = st["ids"][keep]
         st["shards"] = new
         self._set_totals(state)
-        st["token"] = (st["token"] + 1) % len(new)
+        st["tokens"] = tuple(sorted((t + len(st["tokens"])) % len(new) for t in st["tokens"]))
         done = time.perf_counter()
         self.timings_["round"].append(sampled - start)
         self.timings_["compute"].append(max(s.compute_seconds for s in new))
@@ -379,7 +418,7 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     def _submit(self, state, p):
         st = state.stats
         engine = self._engine_for(state)
-        token = st["token"] == p
+        token = p in st["tokens"]
         task = engine.submit(p, run_noisy_or_round,
                              (st["shards"][p], self._message(state), token))
         self._in_flight[p] = (task, st["ids"].copy(), st["counts"].copy(), token)
@@ -404,7 +443,12 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
             self.n_resent_ += engine.n_resent - resent
             self._take_in(state, p, result, sent_ids)
             if token:
-                st["token"] = (p + 1) % P
+                # The token moves on to the next shard that holds none.
+                tokens = set(st["tokens"]) - {p}
+                q = (p + 1) % P
+                while q in tokens:
+                    q = (q + 1) % P
+                st["tokens"] = tuple(sorted(tokens | {q}))
             self._drop_dead_features(state)
             self._submit(state, p)
             computed.append(result.compute_seconds)
@@ -428,20 +472,8 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         # A feature dropped while the shard was out could not have been taken up by it.
         assert not result.counts[~kept].any()
         K = ids.size
-        cols, src = where[kept], np.flatnonzero(kept)
-        Z = np.zeros((result.Z.shape[0], K), dtype=np.int8)
-        Z[:, cols] = result.Z[:, src]
-        counts = np.zeros(K, dtype=np.int64)
-        counts[cols] = result.counts[src]
-        lam = np.zeros((K,) + result.lam.shape[1:])
-        lam[cols] = result.lam[src]
-        A = np.zeros((K,) + result.A.shape[1:])
-        A[cols] = result.A[src]
-        shards = [replace(s, Z=pad_columns(s.Z, K), counts=_pad_rows(s.counts, K),
-                          lam=_pad_rows(s.lam, K),
-                          A=None if s.A is None else _pad_rows(s.A, K))
-                  for s in st["shards"]]
-        shards[p] = replace(result, Z=Z, counts=counts, lam=lam, A=A)
+        shards = [_renumber(s, np.arange(s.counts.size), K) for s in st["shards"]]
+        shards[p] = _renumber(_select_features(result, np.flatnonzero(kept)), where[kept], K)
         st["shards"] = shards
         st["ids"] = ids
         self._set_totals(state)
