@@ -284,9 +284,11 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     def _fit(self, X, y, n_from_counts):
         self._validate_params()
         continuing = self.warm_start and hasattr(self, "_chains")
+        # A matrix of win counts may hold no comparison at all (the fit then samples
+        # the prior); pairs passed to fit must be at least one.
         X_checked = validate_data(self, X, dtype=None, ensure_2d=True,
-                                  ensure_min_samples=1, reset=not continuing,
-                                  ensure_all_finite=False)
+                                  ensure_min_samples=0 if n_from_counts else 1,
+                                  reset=not continuing, ensure_all_finite=False)
         pairs = check_pairs(X_checked, self.n_alternatives)
         y, classes = check_outcomes(y, pairs.shape[0],
                                     self.classes_ if continuing else None)

@@ -298,3 +298,34 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
                     adv[i, j] += delta
             accepted += 1
     return accepted
+
+
+@njit(cache=True)
+def ibp_log_prob_packed(Z, n_features, alpha, harmonic):
+    """``log P([Z])`` of the one-parameter IBP (eq. 2.1) for the first ``n_features``
+    (all active) columns of ``Z`` with at most 62 rows, ``harmonic = H_N``: the columns
+    packed into integers and sorted, so the multiplicities ``K_h`` are runs.
+    :func:`sklearn_ibp.priors.ibp.ibp_log_prob` is the reference."""
+    N = Z.shape[0]
+    K = n_features
+    keys = np.empty(K, dtype=np.int64)
+    log_p = K * math.log(alpha) - alpha * harmonic
+    lgamma_n1 = math.lgamma(N + 1.0)
+    for k in range(K):
+        key = 0
+        m = 0
+        for n in range(N):
+            key = 2 * key + Z[n, k]
+            m += Z[n, k]
+        keys[k] = key
+        # log B(m, N - m + 1) = lgamma(m) + lgamma(N - m + 1) - lgamma(N + 1)
+        log_p += math.lgamma(m) + math.lgamma(N - m + 1.0) - lgamma_n1
+    keys.sort()
+    run = 1
+    for k in range(1, K + 1):
+        if k < K and keys[k] == keys[k - 1]:
+            run += 1
+        else:
+            log_p -= math.lgamma(run + 1.0)
+            run = 1
+    return log_p

@@ -40,6 +40,7 @@ from ..likelihoods.choice import check_wins
 from ..priors.ibp import harmonic_rate, ibp_log_prob
 from ._eba_slice_kernels import (
     fill_advantages,
+    ibp_log_prob_packed,
     total_log_likelihood,
     update_aspects_and_drop_empty,
     update_weights,
@@ -74,6 +75,8 @@ class EBAState:
         ``adv[i, j] = u_i + sum_k w_k z_ik (1 - z_jk)`` (the numerator of eq. 4.63).
     n_features : int
     alpha, lapse : float
+    harmonic : float
+        ``H_N``, the rate of ``alpha`` in the IBP prior.
     log_eta : float
         Log of the weight proposal's concentration ``eta`` (eq. 4.70).
     acceptance : float
@@ -102,6 +105,12 @@ class EBAState:
         self.counts = np.zeros(cap, dtype=np.int64)
         self.sticks = np.zeros(cap)
         self.pred = np.zeros((N, 1))
+        self.harmonic = harmonic_rate(N)  # H_N
+
+    @property
+    def X(self) -> np.ndarray:
+        """The data of the chain, ``wins`` (the name the sampling loop reads)."""
+        return self.wins
 
     @property
     def active_Z(self) -> np.ndarray:
@@ -275,7 +284,7 @@ class EBASliceSampler(BaseEstimator):
         :meth:`SemiOrderedSliceSampler.sample_alpha
         <sklearn_ibp.solvers.SemiOrderedSliceSampler.sample_alpha>`)."""
         shape, rate = prior
-        rate = rate + harmonic_rate(state.wins.shape[0])
+        rate = rate + state.harmonic
         state.alpha = float(rng.gamma(shape + state.n_features, 1.0 / rate))
 
     def log_likelihood(self, state: EBAState) -> float:
@@ -288,8 +297,12 @@ class EBASliceSampler(BaseEstimator):
         log_prior_w = -float(np.sum(state.weights))
         if state.unique_aspects:
             log_prior_w -= float(np.sum(state.unique))
-        return (self.log_likelihood(state) + ibp_log_prob(state.active_Z, state.alpha)
-                + log_prior_w)
+        if state.Z.shape[0] <= 62:
+            log_prior_z = ibp_log_prob_packed(state.Z, state.n_features, state.alpha,
+                                              state.harmonic)
+        else:
+            log_prior_z = ibp_log_prob(state.active_Z, state.alpha)
+        return self.log_likelihood(state) + float(log_prior_z) + log_prior_w
 
     @staticmethod
     def checkpoint(state: EBAState) -> EBAState:
