@@ -148,8 +148,8 @@ def _chi_square(samples, posterior):
     counts = np.array([observed.get(k, 0) for k in keys], dtype=float)
     big = expected >= 5
     E = np.append(expected[big], n - expected[big].sum())
-    O = np.append(counts[big], n - counts[big].sum())
-    stat = float(np.sum((O - E) ** 2 / E))
+    obs = np.append(counts[big], n - counts[big].sum())
+    stat = float(np.sum((obs - E) ** 2 / E))
     return stats.chi2.sf(stat, len(E) - 1)
 
 
