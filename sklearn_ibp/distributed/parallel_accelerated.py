@@ -111,24 +111,38 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         5.2. Each round is then one Metropolis-Hastings step on labelled matrices of
         ``metropolis_max_features`` columns: every shard sweeps only ``metropolis_rows``
         of its rows, chosen at random, given the whole current ``Z`` with a seed drawn
-        for the round; the result, with each entry of those rows flipped with
-        probability ``fuzz``, is the proposal; the reverse proposal sweeps from the
-        proposal with the same seed; the root accepts or rejects for all shards at once.
-        The chain targets the exact posterior given ``K <= metropolis_max_features``.
-        Two exchanges of messages per round; ``sweeps_per_sync`` sweeps of those rows per
-        proposal; only synchronous ``mode``. Acceptance is low (the seed's Table 5.1:
-        0.11, 0.012 and 0.006 for 1, 5 and 10 rows per processor; on 1000 block images
-        with 5 shards, 0.16, 0 and 0 with 30 slots, 0.47, 0.027 and 0 with 10, and ``Z``
-        changed in at most 2% of the rounds), so this is for checking the approximate
-        sampler, not for fitting.
+        for the round; the result, with entries of those rows flipped with probability
+        ``fuzz`` in the slots some other row uses and ``fuzz_free_slots`` more, is the
+        proposal; the reverse proposal sweeps from the proposal with the same seed; the
+        root accepts or rejects for all shards at once. The chain targets the exact
+        posterior given ``K <= metropolis_max_features``. Two exchanges of messages per
+        round; ``sweeps_per_sync`` sweeps of those rows per proposal; only synchronous
+        ``mode``. On 1000 block images with 5 shards the defaults accept 0.30, 0.11 and
+        0.03 of the proposals for 1, 5 and 10 rows per shard (the seed's Table 5.1: 0.11,
+        0.012 and 0.006), but ``Z`` changes in only 1-3% of the rounds: a round changes
+        at most ``metropolis_rows`` rows per shard, so this is for checking the
+        approximate sampler, not for fitting.
     metropolis_rows : int, default=1
         Rows each shard may change in one proposal (the seed's ``n`` = 1, 5, 10).
     metropolis_max_features : int, default=30
         Column slots ``K_cap`` of the exact sampler's labelled matrix: the chain never
-        has more features. A starting ``Z`` with more is refused. Every proposal fuzzes
-        all ``K_cap`` columns of the chosen rows, so a larger value lowers acceptance.
-    fuzz : float in (0, 0.5], default=0.01
-        Probability that the proposal flips an entry of a chosen row (eq. 5.4).
+        has more features. A ``Z`` with more is refused when the exact sampler starts.
+    fuzz : float in (0, 0.5] or "auto", default="auto"
+        Probability that the proposal flips a fuzzed entry (eq. 5.4). ``"auto"``: one
+        over the number of fuzzed entries of the round (one flip expected), at most 0.5.
+    fuzz_free_slots : int >= 1 or None, default=2
+        The fuzz touches, in the chosen rows, the slots that a row outside them uses and
+        this many of the other slots (the lowest); None: all ``metropolis_max_features``
+        slots, eq. 5.4 as the seed writes it, where nearly every proposal switches on
+        some empty slot. Both directions of a move fuzz the same slots, so the chain
+        stays exact.
+    correction_after : int, default=0
+        With ``correction="metropolis"``: rounds of the approximate sampler a chain runs
+        before the exact sampler takes over from its current ``Z`` (which must have at
+        most ``metropolis_max_features`` features); set the estimator's ``burn_in`` to at
+        least this to keep only the exact sampler's draws. Setting ``correction`` on a
+        fitted solver (``model._solver.set_params(correction="metropolis")``) and
+        fitting again with ``warm_start=True`` switches the same way.
 
     Attributes
     ----------
@@ -174,13 +188,16 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         "correction": [StrOptions({"metropolis"}), None],
         "metropolis_rows": [Interval(Integral, 1, None, closed="left")],
         "metropolis_max_features": [Interval(Integral, 1, None, closed="left")],
-        "fuzz": [Interval(Real, 0, 0.5, closed="right")],
+        "fuzz": [Interval(Real, 0, 0.5, closed="right"), StrOptions({"auto"})],
+        "fuzz_free_slots": [Interval(Integral, 1, None, closed="left"), None],
+        "correction_after": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, n_shards=2, sweeps_per_sync=1, mode="synchronous", backend="threads",
                  client=None, n_workers=None, feature_subsample=None, window=1,
                  refresh_every=100, k_max=4, worker_timeout=60.0, correction=None,
-                 metropolis_rows=1, metropolis_max_features=30, fuzz=0.01):
+                 metropolis_rows=1, metropolis_max_features=30, fuzz="auto",
+                 fuzz_free_slots=2, correction_after=0):
         self.n_shards = n_shards
         self.sweeps_per_sync = sweeps_per_sync
         self.mode = mode
@@ -196,6 +213,8 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         self.metropolis_rows = metropolis_rows
         self.metropolis_max_features = metropolis_max_features
         self.fuzz = fuzz
+        self.fuzz_free_slots = fuzz_free_slots
+        self.correction_after = correction_after
 
     # -- the engine ------------------------------------------------------------------------
     def _engine_for(self, state):
@@ -274,7 +293,8 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         )
         self._set_totals(state)
         self._ensure_records()
-        if self.correction == "metropolis":
+        state.stats["rounds"] = 0
+        if self._exact_now(state):
             _metropolis.initialize(self, state)
         return state
 
@@ -327,9 +347,36 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
             self.acceptance_ = []
             self.moved_ = []
 
+    def _exact_now(self, state) -> bool:
+        """Whether the chain's next round is the exact sampler's: ``correction=
+        "metropolis"`` and the chain has run ``correction_after`` rounds."""
+        return (self.correction == "metropolis"
+                and state.stats.get("rounds", 0) >= self.correction_after)
+
+    def _switch_sampler(self, state) -> None:
+        """Hand the chain's current ``Z`` from one sampler to the other when the
+        correction starts (``correction_after`` rounds done, or ``correction`` set on a
+        fitted solver that a ``warm_start`` fit continues) or stops."""
+        st = state.stats
+        if self._exact_now(state) and "mh" not in st:
+            if self.mode == "asynchronous":
+                raise ValueError(
+                    "correction='metropolis' needs mode='synchronous': every shard must "
+                    "wait for the root's accept/reject decision (seed 000 sec. 5.2)."
+                )
+            _metropolis.initialize(self, state)
+        elif not self._exact_now(state) and "mh" in st:
+            # Back to the approximate sampler: the shards hold the live columns and their
+            # exact statistics; the feature posteriors are recomputed at the next round.
+            del st["mh"]
+            K = state.n_features
+            st.update(refresh=True, ids=np.arange(K, dtype=np.int64), next_id=K)
+
     def sweep(self, state: FeatureState, rng) -> None:
         self._ensure_records()
-        if self.correction == "metropolis":
+        self._switch_sampler(state)
+        state.stats["rounds"] = state.stats.get("rounds", 0) + 1
+        if "mh" in state.stats:
             return _metropolis.metropolis_round(self, state, rng)
         if self.mode == "asynchronous":
             return self._sweep_asynchronous(state)
