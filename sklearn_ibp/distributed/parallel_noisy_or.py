@@ -101,8 +101,11 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
     Approximations (so ``exact = False``): a shard samples given the others' counts and
     messages at the last synchronisation, and ``Q(A)`` is a product of Bernoullis
     refitted each round from Monte Carlo marginals (an EP-style projection, without
-    damping). New features appear only on the token holder and reach the others one round
-    later (the seed's bias toward fewer features, sec. 5.2).
+    damping). New features appear only on the token holders and reach the others one round
+    later (the seed's bias toward fewer features, sec. 5.2): on 2000 block images with 4
+    shards and 40 iterations, all four true features were found in 8 of 10 runs with one
+    token and in 10 of 10 with ``n_tokens=2`` (serial MetropolisGibbs 10 of 10; see the
+    data-parallel page of the docs).
 
     Parameters
     ----------
