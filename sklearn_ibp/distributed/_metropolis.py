@@ -78,7 +78,8 @@ proposed back, the chain could not reach such labelled matrices, and the class
 frequencies would be off by how many labelled versions each class has among the reachable
 ones.
 
-**Messages.** A round has two exchanges, and the shards synchronise to decide (sec. 5.2):
+**Messages.** A round has two exchanges (one when the proposal equals ``Z``: the ratio is
+then 1), and the shards synchronise to decide (sec. 5.2):
 each shard sends back its rows ``R_p`` of ``Z'``, its own ``Z'_p^T Z'_p``, ``Z'_p^T X_p``
 and counts, and ``log Q`` of its part of the forward proposal; the root sums the
 statistics and broadcasts them; each shard computes ``G_r(Z')`` on its rows and sends
@@ -495,12 +496,18 @@ def metropolis_round(solver, state, rng) -> None:
     new_parts = [(q.counts, q.gram, q.cross) for q in proposals]
     new_totals = _tree_sum_parts(new_parts)
     root_seconds = time.perf_counter() - root_start
-    # Exchange 2: the reverse proposal given the proposal's statistics.
-    new_message = replace(message, counts=new_totals[0], gram=new_totals[1],
-                          cross=new_totals[2])
-    reverses = _map(solver, state, reverse_log_q,
-                    [(s, new_blocks[p], new_message, plans[p], blocks[p][plans[p].rows])
-                     for p, s in enumerate(shards)])
+    if all(np.array_equal(proposal.rows, block[plan.rows])
+           for block, plan, proposal in zip(blocks, plans, proposals, strict=True)):
+        # Z' = Z: the reverse sweep is the forward one and the ratio is exactly 1 (the
+        # same terms as the second exchange would send); no second exchange.
+        reverses = [(q.log_q, 0.0) for q in proposals]
+    else:
+        # Exchange 2: the reverse proposal given the proposal's statistics.
+        new_message = replace(message, counts=new_totals[0], gram=new_totals[1],
+                              cross=new_totals[2])
+        reverses = _map(solver, state, reverse_log_q,
+                        [(s, new_blocks[p], new_message, plans[p], blocks[p][plans[p].rows])
+                         for p, s in enumerate(shards)])
     sampled = time.perf_counter()
     # The current matrix's target, unless neither it nor the hyperparameters changed.
     key = (state.alpha, state.beta, state.sigma_x, state.sigma_a, st["sum_of_squares"])
