@@ -1,14 +1,16 @@
 """What the data-parallel solvers share: the tree summation of messages, padding of
-per-feature arrays, and the cloning and pickling rules of a solver that may hold a Dask
-client and an engine."""
+per-feature arrays, the cloning and pickling rules of a solver that may hold a Dask
+client and an engine, and the asynchronous operation of sec. 5.1."""
 
 from __future__ import annotations
 
 import copy
+import time
 
 import numpy as np
 
-__all__ = ["DistributedSolverMixin", "pad_columns", "tree_sum"]
+__all__ = ["AsynchronousRoundsMixin", "DistributedSolverMixin", "map_message_ids",
+           "pad_columns", "tree_sum"]
 
 
 def tree_sum(values):
@@ -63,3 +65,112 @@ class DistributedSolverMixin:
         # A Dask client is a live connection; a pickled solver forgets it.
         state["client"] = None
         return state
+
+
+def map_message_ids(stats, sent_ids, counts):
+    """Where a message's features go in the current numbering.
+
+    The message has ``counts.size`` features (``counts`` its ``m_k^p``): the
+    ``sent_ids`` it was sent with, then the ones its shard created, which get new ids here
+    (``stats["next_id"]`` on). Returns ``(ids, where)``: the current ids with the new ones
+    appended (to be stored as ``stats["ids"]``), and for each of the message's features
+    its column in them, or -1 for a feature dropped while the shard was out (which the
+    shard cannot have taken up: it was sent totals in which no row had it).
+    """
+    n_new = counts.size - sent_ids.size
+    new_ids = np.arange(stats["next_id"], stats["next_id"] + n_new, dtype=np.int64)
+    stats["next_id"] += n_new
+    ids = np.concatenate([stats["ids"], new_ids])
+    position = {int(i): j for j, i in enumerate(ids)}
+    where = np.array([position.get(int(i), -1) for i in np.concatenate([sent_ids, new_ids])],
+                     dtype=np.int64)
+    assert not counts[where < 0].any()
+    return ids, where
+
+
+class AsynchronousRoundsMixin:
+    """Asynchronous operation (seed 000 sec. 5.1) of a data-parallel solver.
+
+    No shard waits for the others: the root takes in each shard's message as it comes
+    back (in shard order, so that a fit is reproducible bit for bit whatever the backend)
+    and sends that shard straight on with the latest totals. One iteration takes in every
+    shard's message once.
+
+    Features carry global ids (``state.stats["ids"]``, ``"next_id"``) that are never
+    reused: a shard's message comes back in the numbering it was sent with (plus the
+    features it created, if it held a token), and the root maps it to the current one
+    (:func:`map_message_ids`). A feature is dropped only when no shard has it and no
+    shard in flight was sent totals in which it was alive (so none can take it up).
+
+    The solver provides ``_engine_for(state)``, ``timings_``, ``n_resent_`` and the hooks
+    ``_round_task(state, p, token) -> (function, args)`` (shard ``p``'s task, run as
+    ``function(data_p, *args)``), ``_holds_token(state, p)``, ``_pass_token(state, p)``
+    (a message sent with a token is in), ``_total_counts(state)`` (``m_k`` in the current
+    numbering), ``_take_in(state, p, result, sent_ids)`` and ``_keep_features(state,
+    keep)``; ``_after_asynchronous_round(state)`` is optional.
+    """
+
+    def _flight(self, state):
+        """The shards in flight for ``state``; those another state (another chain, or
+        the one an interrupt rolled back from) sent are cancelled."""
+        if getattr(self, "_flight_owner", None) is not state:
+            self._cancel_in_flight()
+            self._flight_owner = state
+        return self._in_flight
+
+    def _cancel_in_flight(self):
+        engine = getattr(self, "_engine", None)
+        for task, *_ in getattr(self, "_in_flight", {}).values():
+            if engine is not None:
+                engine.cancel(task)
+        self._in_flight = {}
+        self._flight_owner = None
+
+    def _submit(self, state, p):
+        st = state.stats
+        token = self._holds_token(state, p)
+        function, args = self._round_task(state, p, token)
+        task = self._engine_for(state).submit(p, function, args)
+        self._in_flight[p] = (task, st["ids"].copy(), self._total_counts(state).copy(), token)
+
+    def _after_asynchronous_round(self, state) -> None:
+        """What the solver does once every shard's message is in (nothing by default)."""
+
+    def _sweep_asynchronous(self, state) -> None:
+        st = state.stats
+        in_flight = self._flight(state)
+        engine = self._engine_for(state)
+        P = len(st["shards"])
+        for p in range(P):
+            if p not in in_flight:
+                self._submit(state, p)
+        start = time.perf_counter()
+        waited = 0.0
+        computed = []
+        for p in range(P):
+            task, sent_ids, _, token = in_flight.pop(p)
+            before = time.perf_counter()
+            resent = engine.n_resent
+            result = engine.collect(task)
+            waited += time.perf_counter() - before
+            self.n_resent_ += engine.n_resent - resent
+            self._take_in(state, p, result, sent_ids)
+            if token:
+                self._pass_token(state, p)
+            self._drop_dead_features(state)
+            self._submit(state, p)
+            computed.append(result.compute_seconds)
+        self._after_asynchronous_round(state)
+        # One entry per iteration, as in the synchronous mode: the time the root waited
+        # for messages, the slowest shard's computing, and the root's own work.
+        self.timings_["round"].append(waited)
+        self.timings_["compute"].append(max(computed))
+        self.timings_["root"].append(time.perf_counter() - start - waited)
+
+    def _drop_dead_features(self, state):
+        st = state.stats
+        dead = self._total_counts(state) == 0
+        for _, sent_ids, sent_counts, _ in self._in_flight.values():
+            dead &= ~np.isin(st["ids"], sent_ids[sent_counts > 0])
+        if dead.any():
+            self._keep_features(state, np.flatnonzero(~dead))

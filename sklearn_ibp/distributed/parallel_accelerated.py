@@ -35,7 +35,13 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..solvers._base import BaseIBPSolver, FeatureState
 from . import _metropolis
-from ._common import DistributedSolverMixin, pad_columns, tree_sum
+from ._common import (
+    AsynchronousRoundsMixin,
+    DistributedSolverMixin,
+    map_message_ids,
+    pad_columns,
+    tree_sum,
+)
 from ._engines import make_engine
 from ._shard import (
     RoundMessage,
@@ -61,7 +67,7 @@ def _pad_to(array, K, square=False):
     return out
 
 
-class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
+class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseIBPSolver):
     """Data-parallel accelerated Gibbs sampler (seed 000 ch. 5), in-process or on Dask.
 
     Parameters
@@ -233,10 +239,7 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         """Shut down the threads, or the ``LocalCluster`` this solver started."""
         engine = getattr(self, "_engine", None)
         if engine is not None:
-            for task, *_ in getattr(self, "_in_flight", {}).values():
-                engine.cancel(task)
-            self._in_flight = {}
-            self._flight_owner = None
+            self._cancel_in_flight()
             engine.close()
             self._engine = None
 
@@ -422,76 +425,36 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
         )
 
     # -- asynchronous operation ------------------------------------------------------------
-    # Features carry global ids that are never reused: a shard's message comes back in the
-    # numbering it was sent with (plus the features it created, if it held the token), and
-    # the root maps it to the current one. A feature is dropped only when no shard has it
-    # and no shard in flight was sent totals in which it was alive (so none can take it up).
-    def _flight(self, state):
-        if getattr(self, "_flight_owner", None) is not state:
-            for task, *_ in getattr(self, "_in_flight", {}).values():
-                self._engine.cancel(task)
-            self._in_flight = {}
-            self._flight_owner = state
-        return self._in_flight
+    # (AsynchronousRoundsMixin's hooks.)
+    def _round_task(self, state, p, token):
+        return run_round, (state.stats["shards"][p], self._message(state, impute=True), token)
 
-    def _submit(self, state, p):
-        st = state.stats
-        engine = self._engine_for(state)
-        token = st["token"] == p
-        task = engine.submit(p, run_round, (st["shards"][p], self._message(state, impute=True),
-                                            token))
-        self._in_flight[p] = (task, st["ids"].copy(), st["total"]["counts"].copy(), token,
-                              time.perf_counter())
+    @staticmethod
+    def _holds_token(state, p):
+        return state.stats["token"] == p
 
-    def _sweep_asynchronous(self, state) -> None:
+    @staticmethod
+    def _pass_token(state, p):
+        state.stats["token"] = (p + 1) % len(state.stats["shards"])
+
+    @staticmethod
+    def _total_counts(state):
+        return state.stats["total"]["counts"]
+
+    def _after_asynchronous_round(self, state) -> None:
         st = state.stats
-        in_flight = self._flight(state)
-        engine = self._engine_for(state)
-        P = len(st["shards"])
-        for p in range(P):
-            if p not in in_flight:
-                self._submit(state, p)
-        start = time.perf_counter()
-        waited = 0.0
-        computed = []
-        for p in range(P):
-            task, sent_ids, _, token, _ = in_flight.pop(p)
-            before = time.perf_counter()
-            resent = engine.n_resent
-            result = engine.collect(task)
-            waited += time.perf_counter() - before
-            self.n_resent_ += engine.n_resent - resent
-            self._take_in(state, p, result, sent_ids)
-            if token:
-                st["token"] = (p + 1) % P
-            self._drop_dead_features(state)
-            self._submit(state, p)
-            computed.append(result.compute_seconds)
         st["refresh"] = False
         # The chain's state: the features some row has (a feature nobody has may be kept
         # for a shard in flight, but it is not part of Z).
         live = st["total"]["counts"] > 0
         state.Z = np.concatenate([s.Z for s in st["shards"]], axis=0)[:, live]
         state.n_features = int(state.Z.shape[1])
-        # One entry per iteration, as in the synchronous mode: the time the root waited
-        # for messages, the slowest shard's computing, and the root's own work.
-        self.timings_["round"].append(waited)
-        self.timings_["compute"].append(max(computed))
-        self.timings_["root"].append(time.perf_counter() - start - waited)
 
     def _take_in(self, state, p, result, sent_ids):
         """Put shard ``p``'s message into the current numbering and the totals."""
         st = state.stats
-        n_new = result.Z.shape[1] - sent_ids.size
-        new_ids = np.arange(st["next_id"], st["next_id"] + n_new, dtype=np.int64)
-        st["next_id"] += n_new
-        ids = np.concatenate([st["ids"], new_ids])
-        position = {int(i): j for j, i in enumerate(ids)}
-        where = np.array([position.get(int(i), -1) for i in np.concatenate([sent_ids, new_ids])],
-                         dtype=np.int64)
+        ids, where = map_message_ids(st, sent_ids, result.counts)
         kept = where >= 0
-        # A feature dropped while the shard was out could not have been taken up by it.
-        assert not result.counts[~kept].any()
         K = ids.size
         cols, src = where[kept], np.flatnonzero(kept)
         Z = np.zeros((result.Z.shape[0], K), dtype=np.int8)
@@ -521,17 +484,11 @@ class ParallelAccelerated(DistributedSolverMixin, BaseIBPSolver):
             st["sum_of_squares"] = float(np.sum(X**2))
         self._set_totals(state)
 
-    def _drop_dead_features(self, state):
+    def _keep_features(self, state, keep):
         st = state.stats
-        dead = st["total"]["counts"] == 0
-        for _, sent_ids, sent_counts, _, _ in self._in_flight.values():
-            alive_there = np.isin(st["ids"], sent_ids[sent_counts > 0])
-            dead &= ~alive_there
-        if dead.any():
-            keep = np.flatnonzero(~dead)
-            st["shards"] = [self._compact_shard(s, keep) for s in st["shards"]]
-            st["ids"] = st["ids"][keep]
-            self._set_totals(state)
+        st["shards"] = [self._compact_shard(s, keep) for s in st["shards"]]
+        st["ids"] = st["ids"][keep]
+        self._set_totals(state)
 
     @staticmethod
     def checkpoint(state):

@@ -27,7 +27,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..priors.ibp import ibp_log_prob
 from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
 from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
-from ._common import DistributedSolverMixin, tree_sum
+from ._common import AsynchronousRoundsMixin, DistributedSolverMixin, map_message_ids, tree_sum
 from ._engines import make_engine
 from ._noisy_or_shard import (
     NoisyOrMessage,
@@ -79,7 +79,7 @@ def _sum_tables(shards):
     return n_zero, n_one
 
 
-class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
+class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitFeatureSolver):
     """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
 
     Serves ``IBPFactorAnalysis(likelihood="bernoulli")`` only. Synchronous: one estimator
@@ -229,10 +229,7 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         this solver started."""
         engine = getattr(self, "_engine", None)
         if engine is not None:
-            for task, *_ in getattr(self, "_in_flight", {}).values():
-                engine.cancel(task)
-            self._in_flight = {}
-            self._flight_owner = None
+            self._cancel_in_flight()
             engine.close()
             self._engine = None
 
@@ -403,94 +400,44 @@ class ParallelNoisyOr(DistributedSolverMixin, ExplicitFeatureSolver):
         self.timings_["compute"].append(max(s.compute_seconds for s in new))
         self.timings_["root"].append(done - sampled)
 
-    # -- asynchronous operation ------------------------------------------------------------
-    # As ParallelAccelerated's: features carry global ids that are never reused; a shard's
-    # message comes back in the numbering it was sent with (plus the features it created,
-    # if it held the token), and the root maps it to the current one. A feature is dropped
-    # only when no shard has it and no shard in flight was sent it alive.
-    def _flight(self, state):
-        if getattr(self, "_flight_owner", None) is not state:
-            engine = getattr(self, "_engine", None)
-            for task, *_ in getattr(self, "_in_flight", {}).values():
-                if engine is not None:
-                    engine.cancel(task)
-            self._in_flight = {}
-            self._flight_owner = state
-        return self._in_flight
+    # -- asynchronous operation (AsynchronousRoundsMixin's hooks) ----------------------------
+    def _round_task(self, state, p, token):
+        return run_noisy_or_round, (state.stats["shards"][p], self._message(state), token)
 
-    def _submit(self, state, p):
-        st = state.stats
-        engine = self._engine_for(state)
-        token = p in st["tokens"]
-        task = engine.submit(p, run_noisy_or_round,
-                             (st["shards"][p], self._message(state), token))
-        self._in_flight[p] = (task, st["ids"].copy(), st["counts"].copy(), token)
+    @staticmethod
+    def _holds_token(state, p):
+        return p in state.stats["tokens"]
 
-    def _sweep_asynchronous(self, state) -> None:
+    @staticmethod
+    def _pass_token(state, p):
+        """The token shard ``p`` held moves on to the next shard that holds none."""
         st = state.stats
-        in_flight = self._flight(state)
-        engine = self._engine_for(state)
-        P = len(st["shards"])
-        for p in range(P):
-            if p not in in_flight:
-                self._submit(state, p)
-        start = time.perf_counter()
-        waited = 0.0
-        computed = []
-        for p in range(P):
-            task, sent_ids, _, token = in_flight.pop(p)
-            before = time.perf_counter()
-            resent = engine.n_resent
-            result = engine.collect(task)
-            waited += time.perf_counter() - before
-            self.n_resent_ += engine.n_resent - resent
-            self._take_in(state, p, result, sent_ids)
-            if token:
-                # The token moves on to the next shard that holds none.
-                tokens = set(st["tokens"]) - {p}
-                q = (p + 1) % P
-                while q in tokens:
-                    q = (q + 1) % P
-                st["tokens"] = tuple(sorted(tokens | {q}))
-            self._drop_dead_features(state)
-            self._submit(state, p)
-            computed.append(result.compute_seconds)
-        # One entry per iteration, as in the synchronous mode: the time the root waited
-        # for messages, the slowest shard's computing, and the root's own work.
-        self.timings_["round"].append(waited)
-        self.timings_["compute"].append(max(computed))
-        self.timings_["root"].append(time.perf_counter() - start - waited)
+        tokens = set(st["tokens"]) - {p}
+        q = (p + 1) % len(st["shards"])
+        while q in tokens:
+            q = (q + 1) % len(st["shards"])
+        st["tokens"] = tuple(sorted(tokens | {q}))
+
+    @staticmethod
+    def _total_counts(state):
+        return state.stats["counts"]
 
     def _take_in(self, state, p, result, sent_ids):
         """Put shard ``p``'s message into the current numbering and the totals."""
         st = state.stats
-        n_new = result.Z.shape[1] - sent_ids.size
-        new_ids = np.arange(st["next_id"], st["next_id"] + n_new, dtype=np.int64)
-        st["next_id"] += n_new
-        ids = np.concatenate([st["ids"], new_ids])
-        position = {int(i): j for j, i in enumerate(ids)}
-        where = np.array([position.get(int(i), -1)
-                          for i in np.concatenate([sent_ids, new_ids])], dtype=np.int64)
-        kept = where >= 0
-        # A feature dropped while the shard was out could not have been taken up by it.
-        assert not result.counts[~kept].any()
-        K = ids.size
-        shards = [_renumber(s, np.arange(s.counts.size), K) for s in st["shards"]]
-        shards[p] = _renumber(_select_features(result, np.flatnonzero(kept)), where[kept], K)
+        ids, where = map_message_ids(st, sent_ids, result.counts)
+        shards = [_renumber(s, np.arange(s.counts.size), ids.size) for s in st["shards"]]
+        kept = np.flatnonzero(where >= 0)
+        shards[p] = _renumber(_select_features(result, kept), where[kept], ids.size)
         st["shards"] = shards
         st["ids"] = ids
         self._set_totals(state)
 
-    def _drop_dead_features(self, state):
+    def _keep_features(self, state, keep):
         st = state.stats
-        dead = st["counts"] == 0
-        for _, sent_ids, sent_counts, _ in self._in_flight.values():
-            dead &= ~np.isin(st["ids"], sent_ids[sent_counts > 0])
-        if dead.any():
-            keep = np.flatnonzero(~dead)
-            st["shards"] = [_select_features(s, keep) for s in st["shards"]]
-            st["ids"] = st["ids"][keep]
-            self._set_totals(state)
+        st["shards"] = [_select_features(s, keep) for s in st["shards"]]
+        st["ids"] = st["ids"][keep]
+        self._set_totals(state)
 
     def sample_parameters(self, state, likelihood, rng) -> None:
         """``epsilon`` and ``lambda`` from the summed count table, ``p_a`` from the state's
