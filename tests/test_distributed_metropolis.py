@@ -289,8 +289,8 @@ def test_reproducible_and_the_estimator_runs_it(block_data):
 def test_exact_sampler_continues_an_approximate_chain(block_data):
     """``correction_after`` rounds of the approximate sampler, then the exact one from the
     chain's ``Z``; the same as fitting with ``correction=None`` and continuing with
-    ``warm_start`` after setting ``correction`` on the fitted solver. Setting it back to
-    None continues with the approximate sampler."""
+    ``warm_start`` after ``set_params(solver__correction="metropolis")``. Setting it back
+    to None continues with the approximate sampler; another solver class is refused."""
     settings = dict(random_state=0)
     exact = dict(correction="metropolis", metropolis_rows=2)
     est = IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=3, correction_after=15,
@@ -300,19 +300,21 @@ def test_exact_sampler_continues_an_approximate_chain(block_data):
     assert any(est._solver.moved_)
     est2 = IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=3), n_iter=15,
                              warm_start=True, **settings).fit(block_data)
-    est2._solver.set_params(**exact)
+    est2.set_params(**{f"solver__{k}": v for k, v in exact.items()})
     est2.fit(block_data)
     assert est2._chains[0]["state"].stats["mh"]["Z"].shape[1] == 30  # K_cap slots
     for name in ("log_joint", "n_features", "alpha", "sigma_x"):
         np.testing.assert_array_equal(est.traces_[name], est2.traces_[name])
     assert est._solver.acceptance_ == est2._solver.acceptance_
     # And back: the approximate sampler continues from the exact one's Z.
-    est2._solver.set_params(correction=None)
+    est2.set_params(solver__correction=None)
     est2.fit(block_data)
     assert "mh" not in est2._chains[0]["state"].stats
     assert len(est2._solver.acceptance_) == 15
     assert est2.traces_["n_features"].shape[1] == 45
     assert np.all(np.isfinite(est2.traces_["log_joint"]))
+    with pytest.raises(ValueError, match="continues the chains with the solver"):
+        est2.set_params(solver="accelerated").fit(block_data)
 
 
 def test_refusals(block_data):

@@ -147,7 +147,7 @@ class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseI
         before the exact sampler takes over from its current ``Z`` (which must have at
         most ``metropolis_max_features`` features); set the estimator's ``burn_in`` to at
         least this to keep only the exact sampler's draws. Setting ``correction`` on a
-        fitted solver (``model._solver.set_params(correction="metropolis")``) and
+        fitted model (``model.set_params(solver__correction="metropolis")``) and
         fitting again with ``warm_start=True`` switches the same way.
 
     Attributes

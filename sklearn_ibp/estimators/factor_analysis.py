@@ -170,7 +170,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
         on the ``X`` now given, which must have the same shape (and ``n_chains`` must be
         unchanged). A chain stopped by ``KeyboardInterrupt`` continues from its last
-        completed sweep.
+        completed sweep. The solver that drew the chains continues them, with any
+        parameter changed since by ``set_params(solver__name=value)`` (for example
+        ``solver__correction="metropolis"`` of
+        :class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another class
+        is refused.
     random_state : int, RandomState instance or None, default=None
         Seeds every chain, numba kernels included: the same seed gives the same result.
     verbose : int, default=0
@@ -381,6 +385,30 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             )
         return solver
 
+    def _continued_solver(self):
+        """The fitted solver, with the parameters the user has set since on ``solver``.
+
+        ``warm_start=True`` continues the chains with the solver object that drew them
+        (it holds state such as a Dask engine or a sampler's records), so a change made
+        with ``set_params(solver__name=value)`` is copied onto it; a solver of another
+        class cannot continue them.
+        """
+        solver = self._solver
+        name = getattr(solver, "name", type(solver).__name__)
+        wanted = ALL_SOLVERS.get(self.solver) if isinstance(self.solver, str) else type(
+            self.solver)
+        if wanted is not type(solver):
+            raise ValueError(
+                f"warm_start=True continues the chains with the solver that drew them "
+                f"({name!r}); got solver={self.solver!r}. Set warm_start=False to start "
+                "new chains with another solver."
+            )
+        if not isinstance(self.solver, str) and hasattr(self.solver, "get_params"):
+            solver.set_params(**self.solver.get_params(deep=False))
+            if hasattr(solver, "_validate_params"):
+                solver._validate_params()
+        return solver
+
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
         """Sample the posterior over features given ``X``.
@@ -410,7 +438,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"warm_start=True continues the previous chains, which were fitted on "
                 f"{self._chains[0]['state'].X.shape[0]} rows; X has {X.shape[0]} rows."
             )
-        solver = self._solver if continuing else self._resolve_solver()
+        solver = self._continued_solver() if continuing else self._resolve_solver()
         if continuing:
             mean = self.mean_
         elif self.likelihood == "gaussian" and not _is_variational(solver):
