@@ -56,6 +56,11 @@ K_SLOTS = 1
 L_LIVE = 2
 K_LIVE = 3
 
+# Flags and counts passed between kernels as typed values, not literals: numba compiles a
+# callee once per literal argument it is called with (``Literal[bool](True)``,
+# ``Literal[int](1)``, ...), which multiplied the compilations of the proposal kernels.
+_TRUE, _FALSE, _ONE = np.bool_(True), np.bool_(False), np.int64(1)
+
 
 @njit(cache=True)
 def child_log_prior(z, s, log_q, link):
@@ -139,7 +144,7 @@ def _replaced_features_weight(
         k = features[order[t]]
         for i in range(n_rows):
             children[i] = Z[rows[i], k]
-        total += _propose_feature(False, prior_kind, prior, obs_kind, noise, X, observed,
+        total += _propose_feature(_FALSE, prior_kind, prior, obs_kind, noise, X, observed,
                                   rows, n_rows, children, base, A[k], rng)
     return total
 
@@ -293,7 +298,7 @@ def dp_rows(
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
-                1, Z, A, one_child, one_pred, rng,
+                _ONE, Z, A, one_child, one_pred, rng,
             )
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
@@ -319,7 +324,7 @@ def dp_rows(
                 z_opts[o, slot] = draw_child(1, log_q, link, rng)
                 one_child[0] = z_opts[o, slot]
                 log_w[o] += _propose_feature(
-                    True, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+                    _TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
                     one_child, one_pred, A[slot], rng,
                 )
         # Likelihood of each option.
@@ -548,7 +553,7 @@ def ibp_rows(
                     for d in range(D):
                         one_pred[0, d] -= A[k, d]
         log_ratio -= _replaced_features_weight(
-            own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+            own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
             Z, A, one_child, one_pred, rng,
         )
         # Forward: the new features, proposed in sequence from the row's data given the
@@ -566,7 +571,7 @@ def ibp_rows(
                 continue
             one_child[0] = deltas[j]
             log_ratio += _propose_feature(
-                True, prior_kind, prior, obs_kind, noise, X, observed, one_row, 1,
+                _TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
                 one_child, one_pred, A[k], rng,
             )
         for d in range(D):
@@ -700,7 +705,7 @@ def _own_features_move(
             children[i] = draw_child(1, log_q, link, rng)
             new_children[i, t] = children[i]
         log_accept += _propose_feature(
-            True, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+            _TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
             children, new_preds, A[k], rng,
         )
     for i in range(n_members):
