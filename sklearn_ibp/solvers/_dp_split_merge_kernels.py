@@ -33,6 +33,7 @@ row of ``S`` in every sampled scan, one for the acceptance; the Python path of
 
 import math
 
+import numpy as np
 from numba import njit
 
 from ..likelihoods._normal_wishart_kernels import (
@@ -49,7 +50,11 @@ from ..likelihoods._normal_wishart_kernels import (
 )
 from ._dp_collapsed_kernels import first_free_slot
 
-SAMPLE, SAMPLE_AND_SCORE, SCORE_FORCED = 0, 1, 2
+# Typed values, not Python ints: numba compiles a callee once per literal argument
+# (Literal[int](0), (1), ...), so modes and slots passed as constants multiplied the
+# compilations of restricted_scan and of the slot kernels.
+SAMPLE, SAMPLE_AND_SCORE, SCORE_FORCED = np.int64(0), np.int64(1), np.int64(2)
+_SLOT_A, _SLOT_B, _SLOT_MERGED = np.int64(0), np.int64(1), np.int64(2)
 
 
 @njit(**LEAF)
@@ -160,16 +165,16 @@ def split_merge_nw(
         # then intermediate scans.
         anchors[0] = i
         anchors[1] = j
-        empty_slot(0, temp, prior)
-        add_row(X[i], 0, temp, prior, work)
-        empty_slot(1, temp, prior)
-        add_row(X[j], 1, temp, prior, work)
+        empty_slot(_SLOT_A, temp, prior)
+        add_row(X[i], _SLOT_A, temp, prior, work)
+        empty_slot(_SLOT_B, temp, prior)
+        add_row(X[j], _SLOT_B, temp, prior, work)
         for q in range(m):
             x = X[members[q]]
             if sequential_launch:
                 d = (
-                    math.log(temp[0][0]) + log_predictive_slot(x, 0, temp, prior, work)
-                    - math.log(temp[0][1]) - log_predictive_slot(x, 1, temp, prior, work)
+                    math.log(temp[0][0]) + log_predictive_slot(x, _SLOT_A, temp, prior, work)
+                    - math.log(temp[0][1]) - log_predictive_slot(x, _SLOT_B, temp, prior, work)
                 )
                 side[q] = 0 if rng.random() < sigmoid(d) else 1
             else:
@@ -210,11 +215,11 @@ def split_merge_nw(
             n_b = counts[cj]
             # The merged statistics: the larger cluster's, plus the smaller's rows.
             big, small_side = (ci, 1) if n_a >= n_b else (cj, 0)
-            copy_slot(slots, big, temp, 2)
-            add_row(X[anchors[small_side]], 2, temp, prior, work)
+            copy_slot(slots, big, temp, _SLOT_MERGED)
+            add_row(X[anchors[small_side]], _SLOT_MERGED, temp, prior, work)
             for q in range(m):
                 if original[q] == small_side:
-                    add_row(X[members[q]], 2, temp, prior, work)
+                    add_row(X[members[q]], _SLOT_MERGED, temp, prior, work)
             log_ratio = (
                 -log_alpha
                 + math.lgamma(n_a + n_b) - math.lgamma(n_a) - math.lgamma(n_b)
