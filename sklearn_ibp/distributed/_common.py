@@ -9,6 +9,8 @@ import time
 
 import numpy as np
 
+from ._engines import make_engine
+
 __all__ = ["AsynchronousRoundsMixin", "DistributedSolverMixin", "map_message_ids",
            "pad_columns", "tree_sum"]
 
@@ -35,7 +37,7 @@ def pad_columns(Z, K):
 
 
 class DistributedSolverMixin:
-    """Cloning, copying and pickling of a data-parallel solver.
+    """The engine, cloning, copying and pickling of a data-parallel solver.
 
     A clone or a copy shares the user's ``client`` (a live connection cannot be copied) and
     never carries the engine (threads or a cluster of this fit); a copy keeps the fitted
@@ -43,6 +45,35 @@ class DistributedSolverMixin:
     """
 
     _records = ("timings_", "n_resent_", "acceptance_", "moved_")
+
+    def _ensure_records(self) -> None:
+        """The fitted records (``timings_``, ``n_resent_``), also on a solver that only
+        continues a chain (``warm_start``) or was unpickled."""
+        if not hasattr(self, "timings_"):
+            self.timings_ = {"round": [], "compute": [], "root": []}
+        if not hasattr(self, "n_resent_"):
+            self.n_resent_ = 0
+
+    def _placement(self, state):
+        """The objects the rows on the shards come from: they are placed again when one
+        of them is replaced (the solver gives ``_shard_data(state)``, one per shard)."""
+        return (state.stats["data_version"],)
+
+    def _engine_for(self, state):
+        """The engine (threads or Dask), started on first use, with the state's rows on
+        the shards."""
+        engine = getattr(self, "_engine", None)
+        if engine is None:
+            engine = make_engine(self.backend, self.n_workers or self.n_shards, self.client,
+                                 self.worker_timeout)
+            self._engine = engine
+            self._placed = None
+        placed = self._placement(state)
+        old = getattr(self, "_placed", None)
+        if old is None or any(a is not b for a, b in zip(old, placed, strict=True)):
+            engine.place(self._shard_data(state))
+            self._placed = placed
+        return engine
 
     def __sklearn_clone__(self):
         from sklearn.base import clone
@@ -109,6 +140,15 @@ class AsynchronousRoundsMixin:
     numbering), ``_take_in(state, p, result, sent_ids)`` and ``_keep_features(state,
     keep)``; ``_after_asynchronous_round(state)`` is optional.
     """
+
+    def close(self):
+        """Cancel the shards in flight; shut down the threads, or the ``LocalCluster``
+        this solver started."""
+        engine = getattr(self, "_engine", None)
+        if engine is not None:
+            self._cancel_in_flight()
+            engine.close()
+            self._engine = None
 
     def _flight(self, state):
         """The shards in flight for ``state``; those another state (another chain, or

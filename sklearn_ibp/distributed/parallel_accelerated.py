@@ -42,7 +42,6 @@ from ._common import (
     pad_columns,
     tree_sum,
 )
-from ._engines import make_engine
 from ._shard import (
     RoundMessage,
     ShardData,
@@ -222,27 +221,7 @@ class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseI
         self.fuzz_free_slots = fuzz_free_slots
         self.correction_after = correction_after
 
-    # -- the engine ------------------------------------------------------------------------
-    def _engine_for(self, state):
-        engine = getattr(self, "_engine", None)
-        if engine is None:
-            n_workers = self.n_workers or self.n_shards
-            engine = make_engine(self.backend, n_workers, self.client, self.worker_timeout)
-            self._engine = engine
-            self._placed = None
-        if self._placed is not state.stats["data_version"]:
-            engine.place(self._shard_data(state))
-            self._placed = state.stats["data_version"]
-        return engine
-
-    def close(self):
-        """Shut down the threads, or the ``LocalCluster`` this solver started."""
-        engine = getattr(self, "_engine", None)
-        if engine is not None:
-            self._cancel_in_flight()
-            engine.close()
-            self._engine = None
-
+    # -- the engine (DistributedSolverMixin._engine_for places _shard_data) ---------------
     @staticmethod
     def _shard_data(state):
         bounds = state.stats["bounds"]
@@ -340,12 +319,10 @@ class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseI
         )
 
     def _ensure_records(self) -> None:
-        """The fitted records (``timings_``, ``n_resent_``), also on a solver that only
-        continues a chain (``warm_start``) or was unpickled."""
-        if not hasattr(self, "timings_"):
-            self.timings_ = {"round": [], "compute": [], "root": []}
-        if not hasattr(self, "n_resent_"):
-            self.n_resent_ = 0
+        """The fitted records (``timings_``, ``n_resent_``; ``acceptance_`` and ``moved_``
+        of the exact sampler), also on a solver that only continues a chain
+        (``warm_start``) or was unpickled."""
+        super()._ensure_records()
         if self.correction == "metropolis" and not hasattr(self, "acceptance_"):
             self.acceptance_ = []
             self.moved_ = []

@@ -28,7 +28,6 @@ from ..priors.ibp import ibp_log_prob
 from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
 from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
 from ._common import AsynchronousRoundsMixin, DistributedSolverMixin, map_message_ids, tree_sum
-from ._engines import make_engine
 from ._noisy_or_shard import (
     NoisyOrMessage,
     NoisyOrShardData,
@@ -202,36 +201,18 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         self.proposal_rate = proposal_rate
         self.worker_timeout = worker_timeout
 
-    # -- the engine ------------------------------------------------------------------------
-    def _engine_for(self, state):
-        engine = getattr(self, "_engine", None)
-        if engine is None:
-            engine = make_engine(self.backend, self.n_workers or self.n_shards, self.client,
-                                 self.worker_timeout)
-            self._engine = engine
-            self._placed = None
+    # -- the engine (DistributedSolverMixin._engine_for) --------------------------------------
+    def _placement(self, state):
         # The rows go to the shards again when the state is new or its data were replaced
         # (``fit`` with ``warm_start=True`` sets ``state.X`` and ``state.observed``).
-        placed = (state.stats["data_version"], state.X, state.observed)
-        if any(a is not b for a, b in zip(getattr(self, "_placed", None) or (None,) * 3,
-                                          placed, strict=True)):
-            bounds = state.stats["bounds"]
-            engine.place([
-                NoisyOrShardData(X=np.ascontiguousarray(state.X[a:b]),
-                                 observed=np.ascontiguousarray(state.observed[a:b]))
-                for a, b in zip(bounds[:-1], bounds[1:], strict=True)
-            ])
-            self._placed = placed
-        return engine
+        return (state.stats["data_version"], state.X, state.observed)
 
-    def close(self):
-        """Cancel the shards in flight; shut down the threads, or the ``LocalCluster``
-        this solver started."""
-        engine = getattr(self, "_engine", None)
-        if engine is not None:
-            self._cancel_in_flight()
-            engine.close()
-            self._engine = None
+    @staticmethod
+    def _shard_data(state):
+        bounds = state.stats["bounds"]
+        return [NoisyOrShardData(X=np.ascontiguousarray(state.X[a:b]),
+                                 observed=np.ascontiguousarray(state.observed[a:b]))
+                for a, b in zip(bounds[:-1], bounds[1:], strict=True)]
 
     # -- the solver interface --------------------------------------------------------------
     def _check_likelihood(self, likelihood):
@@ -305,14 +286,6 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         state.stats["A_start"] = A.copy()
         self._ensure_records()
         return state
-
-    def _ensure_records(self) -> None:
-        """The fitted records (``timings_``, ``n_resent_``), also on a solver that only
-        continues a chain (``warm_start``) or was unpickled."""
-        if not hasattr(self, "timings_"):
-            self.timings_ = {"round": [], "compute": [], "root": []}
-        if not hasattr(self, "n_resent_"):
-            self.n_resent_ = 0
 
     def _set_totals(self, state):
         """Sum the shards' messages up the tree; set ``Z``, ``A`` (the mode of ``Q``) over
