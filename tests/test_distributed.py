@@ -113,8 +113,12 @@ def test_interrupt_rolls_back_one_round_and_warm_start_continues(block_data, mod
     counts = np.concatenate([s.Z for s in state.stats["shards"]]).sum(axis=0)
     np.testing.assert_array_equal(state.stats["total"]["counts"], counts)
     assert state.Z.shape[1] == state.n_features
-    est._solver = ParallelAccelerated(n_shards=2, mode=mode)  # as after unpickling
-    est.set_params(warm_start=True).fit(block_data)
+    # Continue with a plain solver (one without engine or records, as after unpickling);
+    # warm_start continues the chains with the fitted solver, which must be of the
+    # estimator's solver class.
+    est._solver = ParallelAccelerated(n_shards=2, mode=mode)
+    est.set_params(solver=ParallelAccelerated(n_shards=2, mode=mode), warm_start=True)
+    est.fit(block_data)
     assert est.n_iter_ == 13 and not est.interrupted_
 
 
