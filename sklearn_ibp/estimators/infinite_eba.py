@@ -59,6 +59,18 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     lapse : float, default=0.01
         Probability ``eps`` that a choice is a coin flip (sec. 4.5.1); it keeps a choice
         that the aspects make certain from having probability 1.
+    weight_shape : float, default=1.0
+        Shape ``a`` of the ``Gamma(a, 1)`` prior of every aspect weight and unique weight
+        (the seed's eq. 4.67 is ``a = 1``; the rate does not matter, eq. 4.63 depends on
+        ratios of weights only). A smaller shape puts more prior mass on weights near
+        zero relative to the others: a choice that the data make (almost) certain, such
+        as P+ over P in the Paris-Rome example, needs the loser's unique weight to be
+        negligible, which ``Gamma(1, 1)`` charges for and then compensates by inflating
+        the winner's advantage (the small bonus), so the posterior overstates the bonus
+        in every other pair. ``a = 0.25`` removes most of that pull (see the user guide,
+        "The weight prior"). Below 1 the sampler adds a weight proposal from the prior
+        (``EBASliceSampler(prior_steps="auto")``); below about 0.2 the posterior has
+        separated modes and a chain can stay in a poor one (use several chains).
     n_alternatives : int or None, default=None
         Number of alternatives; None infers the largest index in ``X`` plus one.
     unique_aspects : bool, default=True
@@ -98,6 +110,11 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     choice_probabilities_ : ndarray of shape (n_alternatives, n_alternatives)
         Posterior mean probability that ``i`` is chosen over ``j`` (lapse included),
         averaged over the kept samples; 1/2 on the diagonal.
+    eba_probabilities_ : ndarray of shape (n_alternatives, n_alternatives)
+        Posterior mean of the EBA probability ``p_ij`` of eq. 4.63 itself, without the
+        lapse: the quantity of the seed's Table 4.1, and the probabilities of data drawn
+        from an EBA model without lapses (:func:`~sklearn_ibp.datasets.make_paris_rome`).
+        ``choice_probabilities_ = (1 - lapse) eba_probabilities_ + lapse / 2``.
     aspects_ : ndarray of shape (n_alternatives, n_aspects), int8
         Aspects ``Z`` of the last kept sample (its active aspects only).
     weights_ : ndarray of shape (n_aspects,)
@@ -140,6 +157,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     >>> model = InfiniteEBA(n_iter=400, random_state=0).fit(X, y)
     >>> model.choice_probabilities_.shape
     (4, 4)
+    >>> model.eba_probabilities_.shape
+    (4, 4)
     """
 
     _parameter_constraints: dict = {
@@ -147,6 +166,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
            if k != "sample_hyperparameters"},
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "lapse": [Interval(Real, 0, 1, closed="left")],
+        "weight_shape": [Interval(Real, 0, None, closed="neither")],
         "n_alternatives": [Interval(Integral, 2, None, closed="left"), None],
         "unique_aspects": ["boolean"],
         "solver": [StrOptions(set(EBA_SOLVERS)), HasMethods(["initialize", "sweep"])],
@@ -158,6 +178,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         self,
         alpha=1.0,
         lapse=0.01,
+        weight_shape=1.0,
         n_alternatives=None,
         unique_aspects=True,
         solver="slice",
@@ -173,6 +194,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     ):
         self.alpha = alpha
         self.lapse = lapse
+        self.weight_shape = weight_shape
         self.n_alternatives = n_alternatives
         self.unique_aspects = unique_aspects
         self.solver = solver
@@ -214,11 +236,16 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         # Seed 002 sec. 4.5.3: Z and the weights start from their priors.
         N = wins.shape[0]
         Z = sample_ibp(N, self.alpha, random_state=rng)
-        weights = rng.gamma(1.0, 1.0, Z.shape[1])
-        unique = rng.gamma(1.0, 1.0, N)
+        a = float(self.weight_shape)
+        weights = rng.gamma(a, 1.0, Z.shape[1])
+        unique = rng.gamma(a, 1.0, N)
+        # A Gamma(a < 1) draw can underflow to 0, outside the support.
+        weights = np.maximum(weights, np.finfo(float).tiny)
+        unique = np.maximum(unique, np.finfo(float).tiny)
         return solver.initialize(wins, Z, weights, unique, self.alpha, self.lapse,
                                  adapt_sweeps=self._burn_in(),
-                                 unique_aspects=self.unique_aspects)
+                                 unique_aspects=self.unique_aspects,
+                                 weight_shape=a)
 
     def _iterate(self, solver, state, rng, missing):
         solver.sweep(state, rng)
@@ -324,6 +351,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         self.alpha_ = float(last["alpha"])
         self.choice_probabilities_ = np.mean([s["probabilities"] for s in self.samples_],
                                              axis=0)
+        # p~ = (1 - eps) p + eps / 2 is linear in p, so the posterior mean of p follows.
+        self.eba_probabilities_ = ((self.choice_probabilities_ - 0.5 * self.lapse)
+                                   / (1.0 - self.lapse))
         self.log_likelihood_trace_ = self.traces_["log_likelihood"]
         self.n_features_trace_ = self.traces_["n_features"]
         self.alpha_trace_ = self.traces_["alpha"]

@@ -265,11 +265,12 @@ def propose_weight(current, eta, rng):
 
 
 @njit(cache=True)
-def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique, rng):
+def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique, rng,
+                   shape=1.0):
     """One Metropolis-Hastings update of every active aspect weight and then (when
     ``with_unique``) of every unique weight (eqs. 4.69-4.70), each targeting its
-    ``Gamma(1, 1)`` prior (eq. 4.67) times the likelihood; ``adv`` follows the accepted
-    moves. Returns the number accepted."""
+    ``Gamma(shape, 1)`` prior (eq. 4.67: ``shape = 1``) times the likelihood; ``adv``
+    follows the accepted moves. Returns the number accepted."""
     N = Z.shape[0]
     accepted = 0
     for k in range(n_features):
@@ -277,6 +278,8 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
         proposal, log_q = propose_weight(w, eta, rng)
         delta = proposal - w
         log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse) - delta + log_q
+        if shape != 1.0:
+            log_accept += (shape - 1.0) * (math.log(proposal) - math.log(w))
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             W[k, 0] = proposal
             for i in range(N):
@@ -291,6 +294,52 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
         proposal, log_q = propose_weight(u, eta, rng)
         delta = proposal - u
         log_accept = unique_log_ratio(i, delta, wins, adv, lapse) - delta + log_q
+        if shape != 1.0:
+            log_accept += (shape - 1.0) * (math.log(proposal) - math.log(u))
+        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+            unique[i] = proposal
+            for j in range(N):
+                if j != i:
+                    adv[i, j] += delta
+            accepted += 1
+    return accepted
+
+
+@njit(cache=True)
+def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_unique,
+                              shape, rng):
+    """One independence Metropolis-Hastings update of every active aspect weight and then
+    (when ``with_unique``) of every unique weight, proposing from the ``Gamma(shape, 1)``
+    prior itself: the prior and the proposal cancel, so a proposal is accepted with the
+    likelihood ratio. Under a prior with ``shape < 1`` the weights span many orders of
+    magnitude (a tenth of ``Gamma(0.1, 1)`` draws lie below ``1e-10``), which the
+    multiplicative proposal of eq. 4.70 crosses only slowly; this move jumps across.
+    ``adv`` follows the accepted moves. Returns the number accepted."""
+    N = Z.shape[0]
+    accepted = 0
+    for k in range(n_features):
+        w = W[k, 0]
+        proposal = rng.gamma(shape, 1.0)
+        if proposal <= 0.0:
+            continue
+        delta = proposal - w
+        log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse)
+        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+            W[k, 0] = proposal
+            for i in range(N):
+                if not Z[i, k]:
+                    continue
+                for j in range(N):
+                    if not Z[j, k]:
+                        adv[i, j] += delta
+            accepted += 1
+    for i in range(N if with_unique else 0):
+        u = unique[i]
+        proposal = rng.gamma(shape, 1.0)
+        if proposal <= 0.0:
+            continue
+        delta = proposal - u
+        log_accept = unique_log_ratio(i, delta, wins, adv, lapse)
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             unique[i] = proposal
             for j in range(N):

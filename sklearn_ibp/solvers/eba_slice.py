@@ -18,7 +18,8 @@ One sweep, as the seed's sec. 4.5.2:
   representation). A flip of ``z_ik`` changes only the ``N - 1`` pairs of alternative
   ``i``; the kernels keep the numerators of eq. 4.63 for every ordered pair and update
   them in place.
-* every active weight and every unique weight by Metropolis-Hastings with the gamma
+* every active weight and every unique weight by Metropolis-Hastings (targeting the
+  ``Gamma(a, 1)`` prior, ``a = weight_shape``, 1 in eq. 4.67) with the gamma
   proposal of eq. 4.70, ``w' ~ Gamma(eta, eta / w)`` (mean ``w``, sd ``w / sqrt(eta)``);
   ``eta`` is tuned towards an acceptance rate of 0.5 during the first ``adapt_sweeps``
   sweeps (the burn-in) and then held, as the seed adjusts it "initially".
@@ -32,8 +33,9 @@ import copy
 from numbers import Integral, Real
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ..likelihoods.choice import check_wins
@@ -44,6 +46,7 @@ from ._eba_slice_kernels import (
     total_log_likelihood,
     update_aspects_and_drop_empty,
     update_weights,
+    update_weights_from_prior,
 )
 from ._semi_ordered_slice_kernels import to_stick_breaking
 from ._slice_kernels import extend_sticks
@@ -75,6 +78,8 @@ class EBAState:
         ``adv[i, j] = u_i + sum_k w_k z_ik (1 - z_jk)`` (the numerator of eq. 4.63).
     n_features : int
     alpha, lapse : float
+    weight_shape : float
+        Shape ``a`` of the ``Gamma(a, 1)`` prior of every weight (eq. 4.67: 1).
     harmonic : float
         ``H_N``, the rate of ``alpha`` in the IBP prior.
     log_eta : float
@@ -86,7 +91,7 @@ class EBAState:
     """
 
     def __init__(self, wins, Z, W, unique, alpha, lapse, unique_aspects, log_eta,
-                 adapt_sweeps):
+                 adapt_sweeps, weight_shape=1.0):
         N = wins.shape[0]
         self.wins = wins
         self.Z = Z
@@ -96,6 +101,7 @@ class EBAState:
         self.n_features = 0
         self.alpha = float(alpha)
         self.lapse = float(lapse)
+        self.weight_shape = float(weight_shape)
         self.log_eta = float(log_eta)
         self.acceptance = np.nan
         self.sweeps = 0
@@ -161,6 +167,12 @@ class EBASliceSampler(BaseEstimator):
         from a homogeneous chain.
     weight_steps : int, default=1
         Metropolis-Hastings updates of every weight per sweep.
+    prior_steps : int or "auto", default="auto"
+        Extra independence Metropolis-Hastings updates of every weight per sweep that
+        propose from the weight prior (accepted with the likelihood ratio). "auto": one
+        when the weight prior's shape is below 1 (``InfiniteEBA(weight_shape < 1)``,
+        whose weights span orders of magnitude that the multiplicative proposal crosses
+        slowly), none for the seed's ``Gamma(1, 1)``. Not counted in ``acceptance``.
     """
 
     name = "slice"
@@ -170,16 +182,19 @@ class EBASliceSampler(BaseEstimator):
         "eta": [Interval(Real, 0, None, closed="neither")],
         "adapt": ["boolean"],
         "weight_steps": [Interval(Integral, 1, None, closed="left")],
+        "prior_steps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
     }
 
-    def __init__(self, capacity=16, eta=10.0, adapt=True, weight_steps=1):
+    def __init__(self, capacity=16, eta=10.0, adapt=True, weight_steps=1,
+                 prior_steps="auto"):
         self.capacity = capacity
         self.eta = eta
         self.adapt = adapt
         self.weight_steps = weight_steps
+        self.prior_steps = prior_steps
 
     def initialize(self, wins, Z, weights, unique_weights, alpha, lapse, adapt_sweeps=0,
-                   unique_aspects=True) -> EBAState:
+                   unique_aspects=True, weight_shape=1.0) -> EBAState:
         """A chain from aspects ``Z`` (N, K) and their ``weights`` (K,), with unique
         weights ``unique_weights`` (N,) (ignored without ``unique_aspects``). Empty
         columns of ``Z`` are dropped; inputs are not modified.
@@ -196,12 +211,17 @@ class EBASliceSampler(BaseEstimator):
             The first sweeps tune ``eta`` (when ``adapt``).
         unique_aspects : bool, default=True
             Whether every alternative has a unique aspect.
+        weight_shape : float, default=1.0
+            Shape ``a`` of the ``Gamma(a, 1)`` prior of the aspect and unique weights
+            (eq. 4.67 is ``a = 1``).
 
         Returns
         -------
         EBAState
         """
         self._validate_params()
+        if not (np.isfinite(weight_shape) and weight_shape > 0):
+            raise ValueError(f"weight_shape must be positive, got {weight_shape!r}.")
         wins = check_wins(wins)
         N = wins.shape[0]
         Z = np.asarray(Z)
@@ -228,7 +248,8 @@ class EBASliceSampler(BaseEstimator):
         else:
             unique = np.zeros(N)
         state = EBAState(wins, Z_state, W, unique, alpha, lapse, unique_aspects,
-                         np.log(self.eta), adapt_sweeps if self.adapt else 0)
+                         np.log(self.eta), adapt_sweeps if self.adapt else 0,
+                         weight_shape)
         state.n_features = K
         state.counts[:K] = Z_state[:, :K].sum(axis=0)
         fill_advantages(state.Z, state.W, state.unique, K, state.adv)
@@ -257,6 +278,11 @@ class EBASliceSampler(BaseEstimator):
             total, done = extend_sticks(state.Z, state.W, state.counts, state.sticks, total,
                                         K, level, state.alpha, PRIOR_EXPONENTIAL,
                                         _WEIGHT_PRIOR, rng)
+        if state.weight_shape != 1.0:
+            # The stick-breaking kernels gave the new empty aspects Exponential(1)
+            # weights; under a Gamma(a, 1) prior they are drawn again from it (they are
+            # independent of the sticks, so this is the same draw from the right prior).
+            state.W[K:total, 0] = rng.gamma(state.weight_shape, 1.0, total - K)
         K = update_aspects_and_drop_empty(
             state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
             state.sticks, total, level, state.lapse, rng,
@@ -267,10 +293,17 @@ class EBASliceSampler(BaseEstimator):
         for _ in range(self.weight_steps):
             accepted += update_weights(state.wins, state.Z, state.W, state.unique, state.adv,
                                        state.n_features, state.lapse, eta,
-                                       state.unique_aspects, rng)
+                                       state.unique_aspects, rng, state.weight_shape)
         proposals = self.weight_steps * (K + (state.wins.shape[0] if state.unique_aspects
                                               else 0))
         state.acceptance = accepted / proposals if proposals else np.nan
+        prior_steps = self.prior_steps
+        if prior_steps == "auto":
+            prior_steps = 1 if state.weight_shape < 1.0 else 0
+        for _ in range(prior_steps):
+            update_weights_from_prior(state.wins, state.Z, state.W, state.unique,
+                                      state.adv, state.n_features, state.lapse,
+                                      state.unique_aspects, state.weight_shape, rng)
         if state.sweeps < state.adapt_sweeps and proposals:
             # Robbins-Monro on log eta: too few acceptances -> smaller steps (larger eta).
             step = 1.0 / np.sqrt(state.sweeps + 1.0)
@@ -294,9 +327,14 @@ class EBASliceSampler(BaseEstimator):
 
     def log_joint(self, state: EBAState) -> float:
         """``log p(X | Z, w, u) + log P([Z] | alpha) + log p(w) + log p(u)``."""
-        log_prior_w = -float(np.sum(state.weights))
+        weights = state.weights
         if state.unique_aspects:
-            log_prior_w -= float(np.sum(state.unique))
+            weights = np.concatenate([weights, state.unique])
+        a = state.weight_shape
+        log_prior_w = -float(np.sum(weights))
+        if a != 1.0:
+            log_prior_w += float((a - 1.0) * np.sum(np.log(weights))
+                                 - weights.size * gammaln(a))
         if state.Z.shape[0] <= 62:
             log_prior_z = ibp_log_prob_packed(state.Z, state.n_features, state.alpha,
                                               state.harmonic)
