@@ -284,36 +284,42 @@ def test_alpha_prior_recovered_without_data():
 # -- the seed's experiments -----------------------------------------------------------
 
 
-@pytest.mark.parametrize("seed", [1, 3, 4, 8, 9])
-def test_paris_rome_table(seed):
+def test_paris_rome_table():
     """Seed 002 sec. 4.5.3, issue 10's bar: from 100 comparisons per pair drawn from
     Table 4.1, every posterior mean choice probability (eba_probabilities_, eq. 4.63
     without the lapse, the table's quantity) within 0.1 of the table, and their mean
     absolute error no larger than that of the per-pair frequencies, with the weight prior
-    Gamma(0.25, 1) (weight_shape=0.25) and 2000 sweeps.
+    Gamma(0.25, 1) (weight_shape=0.25) and 2000 sweeps, over the data seeds 0-9 (chain
+    seed = data seed) taken together.
 
-    Measured over data seeds 0-9 (chain seed = data seed), MAE model / frequencies (max
-    error): 0.0232/0.0233 (0.066), 0.0067/0.0167 (0.016), 0.0240/0.0217 (0.062),
-    0.0152/0.0217 (0.034), 0.0176/0.0200 (0.039), 0.0411/0.0433 (0.093), 0.0138/0.0100
-    (0.038), 0.0095/0.0217 (0.014), 0.0183/0.0283 (0.039), 0.0163/0.0183 (0.031): mean
-    0.0186 against 0.0225, every error below 0.1, the MAE bar met at 8 of the 10 seeds;
-    seeds 2 and 6 miss it, as does the exact posterior mean there (an independent
-    sampler over the 14 aspect patterns, 3 x 60,000 sweeps: 0.0227/0.0217 and
-    0.0128/0.0100), so the bar cannot hold for every data set. Tested here: the seeds
-    where it holds with a margin of at least 0.002 (0 and 5 hold by 0.0001 and 0.002).
+    Measured, MAE model / frequencies (max error): 0.0232/0.0233 (0.066), 0.0067/0.0167
+    (0.016), 0.0240/0.0217 (0.062), 0.0152/0.0217 (0.034), 0.0176/0.0200 (0.039),
+    0.0411/0.0433 (0.093), 0.0138/0.0100 (0.038), 0.0095/0.0217 (0.014), 0.0183/0.0283
+    (0.039), 0.0163/0.0183 (0.031): mean 0.0186 against 0.0225, every error below 0.1,
+    the MAE no larger than the frequencies' at 8 of the 10 seeds. Seeds 2 and 6 miss it,
+    as does the exact posterior mean there (an independent sampler over the 14 aspect
+    patterns, 3 x 60,000 sweeps: 0.0227/0.0217 and 0.0128/0.0100), so the bar cannot
+    hold for every data set; asserted: every error below 0.1 at every seed, the mean MAE
+    over the seeds no larger than the frequencies', and the per-seed bar at 7 seeds or
+    more.
 
     The seed's own prior Gamma(1, 1) cannot meet the bar: see
     test_paris_rome_table_seed_prior."""
-    X, y, _ = make_paris_rome(100, random_state=seed)
-    model = InfiniteEBA(n_iter=2000, weight_shape=0.25, random_state=seed).fit(X, y)
-    errors = np.abs(model.eba_probabilities_ - PARIS_ROME_TABLE)[UPPER]
-    freq = _frequencies(win_counts_from_pairs(X, y))
-    freq_errors = np.abs(freq - PARIS_ROME_TABLE)[UPPER]
-    assert errors.max() < 0.1
-    assert errors.mean() <= freq_errors.mean()
-    # The structure: P+ beats P, R+ beats R.
-    P = model.eba_probabilities_
-    assert P[0, 1] > 0.99 and P[3, 2] > 0.99
+    model_mae, freq_mae = [], []
+    for seed in range(10):
+        X, y, _ = make_paris_rome(100, random_state=seed)
+        model = InfiniteEBA(n_iter=2000, weight_shape=0.25, random_state=seed).fit(X, y)
+        errors = np.abs(model.eba_probabilities_ - PARIS_ROME_TABLE)[UPPER]
+        freq = _frequencies(win_counts_from_pairs(X, y))
+        assert errors.max() < 0.1, (seed, errors)
+        model_mae.append(errors.mean())
+        freq_mae.append(np.abs(freq - PARIS_ROME_TABLE)[UPPER].mean())
+        # The structure: P+ beats P, R+ beats R.
+        P = model.eba_probabilities_
+        assert P[0, 1] > 0.99 and P[3, 2] > 0.99
+    model_mae, freq_mae = np.array(model_mae), np.array(freq_mae)
+    assert model_mae.mean() <= freq_mae.mean(), (model_mae, freq_mae)
+    assert np.sum(model_mae <= freq_mae) >= 7, (model_mae, freq_mae)
 
 
 def test_paris_rome_table_seed_prior():
