@@ -210,6 +210,20 @@ def log_gamma_density(x, shape, rate):
 
 
 @njit(cache=True)
+def advantage_change(i, j, delta, wins, adv, lapse):
+    """Change of the log-likelihood term of the pair ``(i, j)`` when ``i``'s advantage
+    over ``j`` grows by ``delta`` (0 for a pair never compared)."""
+    x_ij = wins[i, j]
+    x_ji = wins[j, i]
+    if x_ij == 0.0 and x_ji == 0.0:
+        return 0.0
+    a_ij = adv[i, j]
+    a_ji = adv[j, i]
+    return (pair_term(x_ij, x_ji, a_ij + delta, a_ji, lapse)
+            - pair_term(x_ij, x_ji, a_ij, a_ji, lapse))
+
+
+@njit(cache=True)
 def weight_log_ratio(k, delta, wins, Z, adv, lapse):
     """``log p(X | w_k + delta) - log p(X | w_k)``: the pairs where exactly one
     alternative has aspect ``k`` (``adv[i, j] += delta`` for ``i`` with it, ``j``
@@ -222,14 +236,7 @@ def weight_log_ratio(k, delta, wins, Z, adv, lapse):
         for j in range(N):
             if Z[j, k]:
                 continue
-            x_ij = wins[i, j]
-            x_ji = wins[j, i]
-            if x_ij == 0.0 and x_ji == 0.0:
-                continue
-            a_ij = adv[i, j]
-            a_ji = adv[j, i]
-            change += (pair_term(x_ij, x_ji, a_ij + delta, a_ji, lapse)
-                       - pair_term(x_ij, x_ji, a_ij, a_ji, lapse))
+            change += advantage_change(i, j, delta, wins, adv, lapse)
     return change
 
 
@@ -241,14 +248,7 @@ def unique_log_ratio(i, delta, wins, adv, lapse):
     for j in range(N):
         if j == i:
             continue
-        x_ij = wins[i, j]
-        x_ji = wins[j, i]
-        if x_ij == 0.0 and x_ji == 0.0:
-            continue
-        a_ij = adv[i, j]
-        a_ji = adv[j, i]
-        change += (pair_term(x_ij, x_ji, a_ij + delta, a_ji, lapse)
-                   - pair_term(x_ij, x_ji, a_ij, a_ji, lapse))
+        change += advantage_change(i, j, delta, wins, adv, lapse)
     return change
 
 
