@@ -232,7 +232,6 @@ def _held_out_fit(name, seed):
     return est.fit(X_train)
 
 
-@pytest.mark.xdist_group("held_out_fits")
 def test_four_shards_match_the_serial_sampler_on_held_out_block_images():
     """Held-out log-likelihood after the same number of sweeps within 2% of the serial
     sampler's (mean over two seeds), and the posterior of the hyperparameters close.
@@ -302,7 +301,6 @@ def test_dask_gives_the_thread_result(block_data, dask_cluster):
         _assert_same_fit(threads, dask)
 
 
-@pytest.mark.xdist_group("held_out_fits")
 def test_killing_a_dask_worker_mid_fit(dask_cluster):
     """A worker process killed during the fit: its shard is sent again from the last
     synchronised state, the fit finishes, and it passes the held-out check. A lost task
