@@ -344,6 +344,29 @@ def test_killing_a_dask_worker_mid_fit(dask_cluster):
     assert abs(est.score(X_test) - serial.score(X_test)) <= 0.02 * abs(serial.score(X_test))
 
 
+def test_a_lost_task_is_sent_again_from_the_roots_copy(dask_cluster, tmp_path):
+    """The engine's side of a lost worker, made deterministic: a shard task that fails
+    with a worker-loss error (here on its first attempt) is sent again, its rows
+    scattered again from the root's copy, and the round goes on with its result."""
+    from distributed.comm import CommClosedError
+
+    from sklearn_ibp.distributed._engines import DaskEngine
+
+    _, client = dask_cluster
+    marker = str(tmp_path / "lost")
+
+    def shard_task(rows, offset):
+        if not os.path.exists(marker):  # the first attempt: as if its worker had died
+            open(marker, "w").close()
+            raise CommClosedError("the worker holding this shard's rows was lost")
+        return float(rows.sum() + offset)
+
+    engine = DaskEngine(client, 2)
+    engine.place([np.arange(4.0), np.arange(3.0)])
+    assert engine.map(shard_task, [(1.0,), (2.0,)]) == [7.0, 5.0]
+    assert engine.n_resent == 1
+
+
 def test_no_worker_left_stops_like_an_interrupt(block_data):
     distributed = pytest.importorskip("distributed")
     with warnings.catch_warnings():
