@@ -68,8 +68,12 @@ class ExplicitFeatureState:
 
 
 def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFeatureState:
-    """A state holding copies of ``Z`` and ``A`` with room for ``capacity`` features."""
-    X = np.ascontiguousarray(X, dtype=np.float64)
+    """A state holding copies of ``Z`` and ``A`` with room for ``capacity`` features.
+
+    ``X`` and ``observed`` are kept as they are when they are C-contiguous and writeable
+    (the kernels never write them); a read-only input is copied, so that the kernels are
+    compiled for one kind of array and not once more for read-only ones."""
+    X = np.require(X, dtype=np.float64, requirements=["C", "W"])
     N, D = X.shape
     Z = np.asarray(Z, dtype=np.int8).reshape(N, -1)
     K = Z.shape[1]
@@ -81,7 +85,7 @@ def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFe
     A_full[:K] = A
     return ExplicitFeatureState(
         X=X,
-        observed=np.ascontiguousarray(observed, dtype=np.uint8),
+        observed=np.require(observed, dtype=np.uint8, requirements=["C", "W"]),
         Z=Z_full,
         A=A_full,
         n_features=K,

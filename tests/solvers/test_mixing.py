@@ -168,10 +168,10 @@ def test_accelerated_trace_is_collapsed_trace():
 # DATA_SEED 8000 and 9000: 1.77 and 1.32, 0.71 and 0.36 (with 4000-sweep chains: 1.51,
 # 1.20, 1.67 and 0.40, 0.57, 0.39). Algorithm 16 alone
 # (SemiOrderedSliceSampler(unique_moves=None)) fails the first bar: 3.46 here (and 0.91
-# against slice), 4.05 and 1.06 with 4000-sweep chains, and with 8000-sweep chains on 15 other data sets 3.39 and 1.05
-# (slice / collapsed 3.23, semi_collapsed / collapsed 1.33): its single slice per sweep
-# starves the births of new features, which the per-row birth-and-death move of the
-# unique features (the sampler's default) restores.
+# against slice), 4.05 and 1.06 with 4000-sweep chains, and with 8000-sweep chains on 15
+# other data sets 3.39 and 1.05 (slice / collapsed 3.23, semi_collapsed / collapsed
+# 1.33): its single slice per sweep starves the births of new features, which the
+# per-row birth-and-death move of the unique features (the sampler's default) restores.
 def test_semi_ordered_slice_mixes_within_twice_collapsed(iat_table, capsys):
     """Issue 7 / seed 002 Fig. 4.7: IAT of K of the semi-ordered slice sampler at most
     twice collapsed Gibbs's (geometric mean over settings and data sets)."""
