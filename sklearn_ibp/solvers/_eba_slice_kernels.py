@@ -253,6 +253,27 @@ def unique_log_ratio(i, delta, wins, adv, lapse):
 
 
 @njit(cache=True)
+def shift_aspect_advantages(k, delta, Z, adv):
+    """``adv[i, j] += delta`` for every ``i`` with aspect ``k`` and ``j`` without: the
+    advantages after ``w_k`` grew by ``delta``."""
+    N = Z.shape[0]
+    for i in range(N):
+        if not Z[i, k]:
+            continue
+        for j in range(N):
+            if not Z[j, k]:
+                adv[i, j] += delta
+
+
+@njit(cache=True)
+def shift_unique_advantages(i, delta, adv):
+    """``adv[i, j] += delta`` for every ``j != i``: after ``u_i`` grew by ``delta``."""
+    for j in range(adv.shape[0]):
+        if j != i:
+            adv[i, j] += delta
+
+
+@njit(cache=True)
 def propose_weight(current, eta, rng):
     """``w' ~ Gamma(eta, rate eta / w)`` (eq. 4.70: mean ``w``, sd ``w / sqrt(eta)``) and
     ``log Q(w | w') - log Q(w' | w)``."""
@@ -282,12 +303,7 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
             log_accept += (shape - 1.0) * (math.log(proposal) - math.log(w))
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             W[k, 0] = proposal
-            for i in range(N):
-                if not Z[i, k]:
-                    continue
-                for j in range(N):
-                    if not Z[j, k]:
-                        adv[i, j] += delta
+            shift_aspect_advantages(k, delta, Z, adv)
             accepted += 1
     for i in range(N if with_unique else 0):
         u = unique[i]
@@ -298,9 +314,7 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
             log_accept += (shape - 1.0) * (math.log(proposal) - math.log(u))
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             unique[i] = proposal
-            for j in range(N):
-                if j != i:
-                    adv[i, j] += delta
+            shift_unique_advantages(i, delta, adv)
             accepted += 1
     return accepted
 
@@ -326,12 +340,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
         log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse)
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             W[k, 0] = proposal
-            for i in range(N):
-                if not Z[i, k]:
-                    continue
-                for j in range(N):
-                    if not Z[j, k]:
-                        adv[i, j] += delta
+            shift_aspect_advantages(k, delta, Z, adv)
             accepted += 1
     for i in range(N if with_unique else 0):
         u = unique[i]
@@ -342,9 +351,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
         log_accept = unique_log_ratio(i, delta, wins, adv, lapse)
         if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
             unique[i] = proposal
-            for j in range(N):
-                if j != i:
-                    adv[i, j] += delta
+            shift_unique_advantages(i, delta, adv)
             accepted += 1
     return accepted
 
