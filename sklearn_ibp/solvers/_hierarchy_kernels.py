@@ -42,7 +42,14 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._observation_kernels import row_log_likelihood
-from ._shared_kernels import draw_from_log_weights, random_order, truncated_poisson
+from ._shared_kernels import (
+    FALSE,
+    ONE,
+    TRUE,
+    draw_from_log_weights,
+    random_order,
+    truncated_poisson,
+)
 
 LINK_OR = 0
 LINK_NOISY_OR = 1
@@ -56,10 +63,6 @@ K_SLOTS = 1
 L_LIVE = 2
 K_LIVE = 3
 
-# Flags and counts passed between kernels as typed values, not literals: numba compiles a
-# callee once per literal argument it is called with (``Literal[bool](True)``,
-# ``Literal[int](1)``, ...), which multiplied the compilations of the proposal kernels.
-_TRUE, _FALSE, _ONE = np.bool_(True), np.bool_(False), np.int64(1)
 
 
 @njit(cache=True)
@@ -144,7 +147,7 @@ def _replaced_features_weight(
         k = features[order[t]]
         for i in range(n_rows):
             children[i] = Z[rows[i], k]
-        total += _propose_feature(_FALSE, prior_kind, prior, obs_kind, noise, X, observed,
+        total += _propose_feature(FALSE, prior_kind, prior, obs_kind, noise, X, observed,
                                   rows, n_rows, children, base, A[k], rng)
     return total
 
@@ -298,7 +301,7 @@ def dp_rows(
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
-                _ONE, Z, A, one_child, one_pred, rng,
+                ONE, Z, A, one_child, one_pred, rng,
             )
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
@@ -324,7 +327,7 @@ def dp_rows(
                 z_opts[o, slot] = draw_child(1, log_q, link, rng)
                 one_child[0] = z_opts[o, slot]
                 log_w[o] += _propose_feature(
-                    _TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
+                    TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
                     one_child, one_pred, A[slot], rng,
                 )
         # Likelihood of each option.
@@ -553,7 +556,7 @@ def ibp_rows(
                     for d in range(D):
                         one_pred[0, d] -= A[k, d]
         log_ratio -= _replaced_features_weight(
-            own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
+            own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
             Z, A, one_child, one_pred, rng,
         )
         # Forward: the new features, proposed in sequence from the row's data given the
@@ -571,7 +574,7 @@ def ibp_rows(
                 continue
             one_child[0] = deltas[j]
             log_ratio += _propose_feature(
-                _TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, _ONE,
+                TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
                 one_child, one_pred, A[k], rng,
             )
         for d in range(D):
@@ -705,7 +708,7 @@ def _own_features_move(
             children[i] = draw_child(1, log_q, link, rng)
             new_children[i, t] = children[i]
         log_accept += _propose_feature(
-            _TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+            TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
             children, new_preds, A[k], rng,
         )
     for i in range(n_members):

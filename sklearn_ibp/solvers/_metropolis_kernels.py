@@ -33,8 +33,8 @@ from ..likelihoods._observation_kernels import (
     row_log_likelihood,
     row_log_likelihood_shifted,
 )
-from ._hierarchy_kernels import _FALSE, _ONE, _TRUE, feature_proposal, log_prior_feature
-from ._shared_kernels import draw_binary, random_order, truncated_poisson
+from ._hierarchy_kernels import feature_proposal, log_prior_feature
+from ._shared_kernels import FALSE, ONE, TRUE, draw_binary, random_order, truncated_poisson
 
 #: Proposals of the new unique features' values.
 PROPOSE_PRIOR = 0
@@ -174,8 +174,8 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
         random_order(n_own, order, rng)
         for t in range(n_own):
             k = own[order[t]]
-            log_q = feature_proposal(_FALSE, prior_kind, prior, obs_kind, noise, X,
-                                     observed, rows, _ONE, children, base, A[k], rng)
+            log_q = feature_proposal(FALSE, prior_kind, prior, obs_kind, noise, X,
+                                     observed, rows, ONE, children, base, A[k], rng)
             log_accept -= log_prior_feature(prior_kind, prior, A[k]) - log_q
             for d in range(D):
                 base[0, d] += A[k, d]
@@ -186,8 +186,8 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     for j in range(n_new):
         f = K + j
         if proposal == PROPOSE_DATA:
-            log_q = feature_proposal(_TRUE, prior_kind, prior, obs_kind, noise, X,
-                                     observed, rows, _ONE, children, base, A[f], rng)
+            log_q = feature_proposal(TRUE, prior_kind, prior, obs_kind, noise, X,
+                                     observed, rows, ONE, children, base, A[f], rng)
             log_accept += log_prior_feature(prior_kind, prior, A[f]) - log_q
         else:
             draw_prior_feature(prior_kind, prior, A[f], rng)

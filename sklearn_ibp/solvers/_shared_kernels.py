@@ -9,6 +9,11 @@ import math
 import numpy as np
 from numba import njit
 
+# Flags and counts to pass between kernels as typed values, not literals: numba compiles a
+# callee once per literal argument it is called with (``Literal[bool](True)``,
+# ``Literal[int](1)``, ...), which multiplied the compilations of the proposal kernels.
+TRUE, FALSE, ONE = np.bool_(True), np.bool_(False), np.int64(1)
+
 
 @njit(cache=True)
 def log_prior_odds(others, n_rows, beta):
