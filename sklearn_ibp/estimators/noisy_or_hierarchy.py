@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -32,6 +33,51 @@ _STAGES = {
     ("ibp", "or"): [("dp", "or")],
     ("ibp", "noisy_or"): [("dp", "or"), ("ibp", "or")],
 }
+
+# Likelihood parameters held at their data-scaled start rather than sampled: under its
+# vague Gamma(1, 1) prior the Gaussian feature scale sigma_a shrinks as features multiply,
+# and a small sigma_a makes many small features more probable than the few true ones
+# (measured in doc/noisy_or_hierarchy.rst, "The likelihoods").
+_HELD_PARAMETERS = {"gaussian": ("sigma_a",)}
+
+# likelihood="auto" takes the exponential model when the grand mean of the observed
+# entries is at least this fraction of their standard deviation (and no column mean is
+# negative beyond noise, see _choose_likelihood); measured in doc/noisy_or_hierarchy.rst.
+_AUTO_POSITIVE_MEAN = 0.1
+# A column mean counts as negative beyond noise below this many standard errors.
+_AUTO_NEGATIVE_SE = 4.0
+
+
+def _is_binary(X0, observed) -> bool:
+    values = X0[observed.astype(bool)]
+    return values.size > 0 and bool(np.all((values == 0.0) | (values == 1.0)))
+
+
+def _choose_likelihood(X0, observed) -> str:
+    """The observation model ``likelihood="auto"`` takes for ``X`` (missing entries 0).
+
+    ``"bernoulli"`` when every observed entry is 0 or 1; ``"exponential"`` when the data
+    look like non-negative features over a zero baseline (the model's "nothing there"
+    level, which the estimator does not centre away): the grand mean of the observed
+    entries is clearly positive and no column mean lies below zero by more than noise
+    explains; ``"gaussian"`` otherwise, for instance for centred or standardised data.
+    """
+    if _is_binary(X0, observed):
+        return "bernoulli"
+    mask = observed.astype(bool)
+    values = X0[mask]
+    spread = float(np.std(values))
+    if not spread > 0.0:
+        return "gaussian"
+    counts = mask.sum(axis=0)
+    means = np.where(mask, X0, 0.0).sum(axis=0) / counts
+    sq = np.where(mask, (X0 - means) ** 2, 0.0).sum(axis=0) / counts
+    stderr = np.sqrt(sq / counts)
+    if (float(np.mean(values)) >= _AUTO_POSITIVE_MEAN * spread
+            and np.all(means >= -_AUTO_NEGATIVE_SE * stderr)):
+        return "exponential"
+    return "gaussian"
+
 
 # Sweeps of the transform's per-row sampler, and the discarded first ones.
 _TRANSFORM_SWEEPS, _TRANSFORM_BURN = 60, 10
@@ -65,11 +111,18 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Concentration of the process over categories (starting value when sampled).
     alpha_features : float, default=1.0
         Concentration of the IBP over the links of categories to features.
-    likelihood : {"gaussian", "exponential", "bernoulli"}, default="gaussian"
-        ``"gaussian"``: ``x = z A + e`` with Gaussian ``A`` and noise; ``"exponential"``:
-        the same with non-negative features, ``a_kd ~ Exponential(rate)`` (appendix
-        A.2); ``"bernoulli"``: binary ``x`` with binary ``A``, per-dimension false
-        detection and miss rates (sec. 7.3).
+    likelihood : {"auto", "gaussian", "exponential", "bernoulli"}, default="auto"
+        ``"gaussian"``: ``x = z A + e`` with Gaussian ``A`` and noise (the feature scale
+        ``sigma_a`` held at its data-scaled start); ``"exponential"``: the same with
+        non-negative features, ``a_kd ~ Exponential(rate)`` (appendix A.2, the model of
+        the thesis's demonstrations); ``"bernoulli"``: binary ``x`` with binary ``A``,
+        per-dimension false detection and miss rates (sec. 7.3). ``"auto"`` chooses
+        from the data: ``"bernoulli"`` when every observed entry is 0 or 1,
+        ``"exponential"`` when the data look like non-negative features over a zero
+        baseline (grand mean at least 0.1 standard deviations above zero and no column
+        mean below zero by more than 4 standard errors), ``"gaussian"`` otherwise (for
+        example standardised data). The choice is in ``likelihood_``. Fitting 0/1 data
+        with a real-valued likelihood warns.
     solver : "gibbs" or HierarchyGibbs, default="gibbs"
         The sampler (:class:`~sklearn_ibp.solvers.hierarchy_gibbs.HierarchyGibbs`), or
         a configured instance of it.
@@ -121,6 +174,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Number of features and of categories.
     alpha_categories_, alpha_features_, q_ : float
         Hyperparameters of that sample.
+    likelihood_ : str
+        The observation model used: ``likelihood``, or what ``"auto"`` chose.
     likelihood_params_ : dict
         The likelihood's parameters of that sample (``sigma_x``, ``rate``, ...).
     samples_ : list of dict
@@ -145,8 +200,9 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     >>> from sklearn_ibp import NoisyOrHierarchy
     >>> from sklearn_ibp.datasets import make_correlated_block_images
     >>> X, Z, A, C = make_correlated_block_images(200, random_state=0)
-    >>> model = NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential",
-    ...                          n_iter=40, random_state=0).fit(X)
+    >>> model = NoisyOrHierarchy(upper="dp", link="or", n_iter=40, random_state=0).fit(X)
+    >>> model.likelihood_
+    'exponential'
     >>> model.transform(X[:3]).shape[0]
     3
     """
@@ -159,7 +215,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         "q": [Interval(Real, 0, 1, closed="neither")],
         "alpha_categories": [Interval(Real, 0, None, closed="neither")],
         "alpha_features": [Interval(Real, 0, None, closed="neither")],
-        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"})],
         "solver": [StrOptions({"gibbs"}), HasMethods(["sweep_structure", "sample_features"])],
         "init_iter": [Interval(Integral, 0, None, closed="left")],
     }
@@ -171,7 +227,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         q=0.1,
         alpha_categories=1.0,
         alpha_features=1.0,
-        likelihood="gaussian",
+        likelihood="auto",
         solver="gibbs",
         init_iter=20,
         n_iter=200,
@@ -218,7 +274,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     def _trace_names(self):
         names = ("log_joint", "n_features", "n_categories", "alpha_categories",
                  "alpha_features", "q")
-        return names + tuple(LIKELIHOODS[self.likelihood].parameter_names)
+        return names + tuple(LIKELIHOODS[self.likelihood_].parameter_names)
 
     def _trace_values(self, state, log_joint):
         params = tuple(float(state.params[name]) for name in self._likelihood.parameter_names)
@@ -244,7 +300,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     def _iterate(self, solver, state, rng, missing):
         solver.sweep(state, self._likelihood, rng)
         if self.sample_hyperparameters:
-            solver.sample_hyperparameters(state, self._likelihood, rng)
+            solver.sample_hyperparameters(state, self._likelihood, rng,
+                                          hold=_HELD_PARAMETERS.get(self.likelihood_, ()))
 
     def _log_joint(self, solver, state) -> float:
         return solver.log_joint(state, self._likelihood)
@@ -288,15 +345,31 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         )
         missing = np.isnan(X)
         _check_missing_pattern(missing)
-        lik = LIKELIHOODS[self.likelihood]()
         observed = (~missing).astype(np.uint8)
         X0 = np.where(missing, 0.0, X)
+        if continuing:
+            name = self.likelihood_
+        elif self.likelihood == "auto":
+            name = _choose_likelihood(X0, observed)
+        else:
+            name = self.likelihood
+            if name != "bernoulli" and _is_binary(X0, observed):
+                warnings.warn(
+                    f"X holds only 0 and 1 but likelihood={name!r} models real values: "
+                    "binary data are better served by likelihood='bernoulli' (or "
+                    "'auto', which chooses it for such data); a real-valued model "
+                    "fits many extra features to them.",
+                    UserWarning,
+                    stacklevel=2,
+                )
+        lik = LIKELIHOODS[name]()
         lik.check_data(X0, observed)
         if continuing and X.shape[0] != self._chains[0]["state"].X.shape[0]:
             raise ValueError(
                 f"warm_start=True continues the previous chains, which were fitted on "
                 f"{self._chains[0]['state'].X.shape[0]} rows; X has {X.shape[0]} rows."
             )
+        self.likelihood_ = name
         self._likelihood = lik
         self._observed = observed
         solver = self._solver if continuing else self._resolve_solver()
@@ -367,7 +440,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         missing = np.isnan(X)
         observed = (~missing).astype(np.uint8)
         X0 = np.ascontiguousarray(np.where(missing, 0.0, X))
-        lik = LIKELIHOODS[self.likelihood]()
+        lik = LIKELIHOODS[self.likelihood_]()
         lik.check_data(X0, observed)
         if self.n_components_ == 0 or self.n_categories_ == 0:
             return np.zeros((X.shape[0], self.n_components_))
@@ -403,8 +476,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
                 f"X must have shape (n_samples, {self.n_components_}) (one column per "
                 f"fitted feature); got {Z.shape}."
             )
-        lik = LIKELIHOODS[self.likelihood]()
-        if self.likelihood == "bernoulli":
+        lik = LIKELIHOODS[self.likelihood_]()
+        if self.likelihood_ == "bernoulli":
             Z = (Z > 0.5).astype(float)
         return lik.predict(Z, self.components_, self.likelihood_params_)
 

@@ -551,8 +551,14 @@ class HierarchyGibbs(BaseEstimator):
         _refresh_prediction(state)
 
     @staticmethod
-    def sample_hyperparameters(state: HierarchyState, likelihood, rng, *, sample_q=True):
+    def sample_hyperparameters(state: HierarchyState, likelihood, rng, *, sample_q=True,
+                               hold=()):
         """Step 4b: the likelihood's parameters, ``alpha_C``, ``alpha_M`` and ``q``.
+
+        ``hold`` names likelihood parameters kept at their current values (the draw is
+        still made, so the random stream does not depend on it): the estimator holds the
+        Gaussian feature scale ``sigma_a`` at its data-scaled start (see the user guide,
+        "The likelihoods").
 
         ``alpha_M ~ Gamma(1 + K, 1 + H_L)`` (the IBP over the ``L`` categories) and, for
         the IBP upper process, ``alpha_C ~ Gamma(1 + L, 1 + H_N)`` (vague Gamma(1, 1)
@@ -564,9 +570,12 @@ class HierarchyGibbs(BaseEstimator):
         _, _, Z, A = state.live
         N, D = state.X.shape
         if D:
-            state.params = likelihood.sample_parameters(
+            new = likelihood.sample_parameters(
                 state.X, state.observed, Z, A, state.params, rng
             )
+            for name in hold:
+                new[name] = state.params[name]
+            state.params = new
         L, K = state.n_categories, state.n_features
         state.alpha_m = sample_alpha_posterior(K, L, rng)
         if state.upper == kernels.UPPER_DP:
