@@ -11,7 +11,17 @@
    protocol against the true probabilities): iEBA, BTL by maximum likelihood, and EMP
    (the held-out pair's own frequencies).
 
-Run: ``python benchmarks/bench_infinite_eba.py [--quick]``.
+   iEBA is run with the seed's prior (``weight_shape=1.0``, "iEBA") and with the
+   defaults (``weight_shape=0.25``, the best of four starts, "iEBA-default").
+3. ``--starts`` (issue 20, runs only this, about 2-4 minutes): Paris-Rome (Table 4.1,
+   100 comparisons per pair) with ``InfiniteEBA()``'s defaults at the data seeds 0-9
+   (chain seed = data seed): the largest error against the table and the MAE, beside the
+   frequencies'; then 300-sweep fits (``weight_shape=0.25``) over the data seeds 0-19
+   and chain seeds 0-4 with ``EBASliceSampler(n_starts=1)`` and with the default four
+   starts: how many fits got stuck (P+ over P or R+ over R below 0.97) and how many
+   missed the 0.1 bar. doc/infinite_eba.rst quotes these figures.
+
+Run: ``python benchmarks/bench_infinite_eba.py [--quick | --starts]``.
 """
 
 from __future__ import annotations
@@ -122,7 +132,8 @@ def numpy_sweep(state, rng):
 def bench_speed():
     X, y, *_ = make_tree_eba(100, random_state=0)
     W = win_counts_from_pairs(X, y, 9)
-    model = InfiniteEBA(n_iter=300, random_state=0).fit_counts(W)
+    # The seed's prior: the NumPy sweep has no proposal from a Gamma(a < 1) prior.
+    model = InfiniteEBA(n_iter=300, weight_shape=1.0, random_state=0).fit_counts(W)
     state0 = model._chains[0]["state"]
     solver = EBASliceSampler()
     n = 200 if QUICK else 1000
@@ -153,14 +164,17 @@ def bench_loo():
     for seed in seeds:
         X, y, P, *_ = make_tree_eba(100, random_state=seed)
         W = win_counts_from_pairs(X, y, 9)
-        res = {"iEBA": [], "BTL": [], "EMP": [], "BASE": [], "TRUE": []}
+        res = {"iEBA": [], "iEBA-default": [], "BTL": [], "EMP": [], "BASE": [],
+               "TRUE": []}
         start = time.perf_counter()
         for i, j in zip(*np.triu_indices(9, 1), strict=True):
             held = W.copy()
             held[i, j] = held[j, i] = 0
-            model = InfiniteEBA(n_alternatives=9, n_iter=n_iter, random_state=seed,
-                                solver=EBASliceSampler(weight_steps=3)).fit_counts(held)
-            res["iEBA"].append(loss(P[i, j], model.choice_probabilities_[i, j]))
+            for name, shape in (("iEBA", 1.0), ("iEBA-default", 0.25)):
+                model = InfiniteEBA(n_alternatives=9, n_iter=n_iter, random_state=seed,
+                                    weight_shape=shape,
+                                    solver=EBASliceSampler(weight_steps=3)).fit_counts(held)
+                res[name].append(loss(P[i, j], model.choice_probabilities_[i, j]))
             btl = bradley_terry_probabilities(fit_bradley_terry(held))
             res["BTL"].append(loss(P[i, j], btl[i, j]))
             res["EMP"].append(loss(P[i, j], W[i, j] / (W[i, j] + W[j, i])))
@@ -170,6 +184,41 @@ def bench_loo():
               + "  ".join(f"{k} {np.mean(v):.4f}" for k, v in res.items()))
 
 
+def bench_starts():
+    from sklearn_ibp.datasets import PARIS_ROME_TABLE, make_paris_rome
+
+    upper = np.triu_indices(4, 1)
+    print("Paris-Rome, InfiniteEBA() defaults, data seeds 0-9 (chain seed = data seed):")
+    maes, freq_maes = [], []
+    for seed in range(10):
+        X, y, _ = make_paris_rome(100, random_state=seed)
+        model = InfiniteEBA(random_state=seed).fit(X, y)
+        errors = np.abs(model.eba_probabilities_ - PARIS_ROME_TABLE)[upper]
+        W = win_counts_from_pairs(X, y, 4)
+        freq = W / np.maximum(W + W.T, 1)
+        maes.append(errors.mean())
+        freq_maes.append(np.abs(freq - PARIS_ROME_TABLE)[upper].mean())
+        print(f"  seed {seed}: largest error {errors.max():.3f}, MAE {maes[-1]:.4f} "
+              f"(frequencies {freq_maes[-1]:.4f})")
+    print(f"  mean MAE {np.mean(maes):.4f} (frequencies {np.mean(freq_maes):.4f})")
+    print("300-sweep fits, weight_shape=0.25, data seeds 0-19 x chain seeds 0-4:")
+    for n_starts in (1, 4):
+        stuck, missed, start = 0, 0, time.perf_counter()
+        for data_seed in range(20):
+            X, y, _ = make_paris_rome(100, random_state=data_seed)
+            for chain_seed in range(5):
+                model = InfiniteEBA(n_iter=300, weight_shape=0.25, random_state=chain_seed,
+                                    solver=EBASliceSampler(n_starts=n_starts)).fit(X, y)
+                P = model.eba_probabilities_
+                stuck += bool(min(P[0, 1], P[3, 2]) < 0.97)
+                missed += bool(np.abs(P - PARIS_ROME_TABLE)[upper].max() >= 0.1)
+        print(f"  n_starts={n_starts}: stuck {stuck} of 100, missed the 0.1 bar {missed} "
+              f"of 100 ({time.perf_counter() - start:.0f} s)")
+
+
 if __name__ == "__main__":
-    bench_speed()
-    bench_loo()
+    if "--starts" in sys.argv:
+        bench_starts()
+    else:
+        bench_speed()
+        bench_loo()

@@ -32,8 +32,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     """Elimination by aspects with infinitely many latent aspects (seed 002 sec. 4.5).
 
     A pairwise choice model: ``N`` alternatives have binary latent aspects ``Z`` with an
-    Indian buffet process prior and positive weights ``w_k ~ Gamma(1, 1)``; every
-    alternative also has a unique aspect of its own (weight ``u_i ~ Gamma(1, 1)``). The
+    Indian buffet process prior and positive weights ``w_k ~ Gamma(a, 1)``; every
+    alternative also has a unique aspect of its own (weight ``u_i ~ Gamma(a, 1)``), with
+    ``a = weight_shape`` (the seed's ``a = 1``; the default 0.25). The
     probability that ``i`` is chosen over ``j`` is the weight of what ``i`` has and ``j``
     lacks over the weight of everything they do not share (eq. 4.63),
 
@@ -44,8 +45,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     less with the rest: the similarity effects that the Bradley-Terry-Luce model (unique
     aspects only) cannot represent. The aspects, weights and ``alpha`` are sampled by the
     slice sampler of :class:`~sklearn_ibp.solvers.eba_slice.EBASliceSampler` (sec.
-    4.5.2), and predictions average the choice probabilities of the kept samples (the
-    posterior mean predictive).
+    4.5.2), started from the best of several short runs from the prior, and predictions
+    average the choice probabilities of the kept samples (the posterior mean predictive).
 
     A classifier over pairs: each row of ``X`` is a pair ``(i, j)`` of alternative
     indices, ``y`` is 1 when ``i`` was chosen and 0 when ``j`` was, and ``classes_`` is
@@ -59,7 +60,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     lapse : float, default=0.01
         Probability ``eps`` that a choice is a coin flip (sec. 4.5.1); it keeps a choice
         that the aspects make certain from having probability 1.
-    weight_shape : float, default=1.0
+    weight_shape : float, default=0.25
         Shape ``a`` of the ``Gamma(a, 1)`` prior of every aspect weight and unique weight
         (the seed's eq. 4.67 is ``a = 1``; the rate does not matter, eq. 4.63 depends on
         ratios of weights only). A smaller shape puts more prior mass on weights near
@@ -67,10 +68,13 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         as P+ over P in the Paris-Rome example, needs the loser's unique weight to be
         negligible, which ``Gamma(1, 1)`` charges for and then compensates by inflating
         the winner's advantage (the small bonus), so the posterior overstates the bonus
-        in every other pair. ``a = 0.25`` removes most of that pull (see the user guide,
-        "The weight prior"). Below 1 the sampler adds a weight proposal from the prior
-        (``EBASliceSampler(prior_steps="auto")``); below about 0.2 the posterior has
-        separated modes and a chain can stay in a poor one (use several chains).
+        in every other pair. The default ``a = 0.25`` removes most of that pull (see the
+        user guide, "The weight prior"); ``weight_shape=1.0`` is the seed's prior. Below
+        1 the sampler adds a weight proposal from the prior
+        (``EBASliceSampler(prior_steps="auto")``) and the solver starts each chain from
+        the best of several short runs (``EBASliceSampler(n_starts=4)``); below about
+        0.2 the posterior has separated modes and a chain can stay in a poor one (use
+        several chains).
     n_alternatives : int or None, default=None
         Number of alternatives; None infers the largest index in ``X`` plus one.
     unique_aspects : bool, default=True
@@ -178,7 +182,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         self,
         alpha=1.0,
         lapse=0.01,
-        weight_shape=1.0,
+        weight_shape=0.25,
         n_alternatives=None,
         unique_aspects=True,
         solver="slice",
@@ -233,7 +237,15 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                 float(np.exp(state.log_eta)))
 
     def _initialize_chain(self, solver, wins, hyper, init, rng):
-        # Seed 002 sec. 4.5.3: Z and the weights start from their priors.
+        # Seed 002 sec. 4.5.3: Z and the weights start from their priors; the solver
+        # keeps the best of its n_starts such starts after a short run of each.
+        starts = [self._prior_start(solver, wins, rng)
+                  for _ in range(getattr(solver, "n_starts", 1))]
+        if len(starts) == 1:
+            return starts[0]
+        return solver.select_start(starts, rng, sample_alpha=self.sample_alpha)
+
+    def _prior_start(self, solver, wins, rng):
         N = wins.shape[0]
         Z = sample_ibp(N, self.alpha, random_state=rng)
         a = float(self.weight_shape)

@@ -173,6 +173,15 @@ class EBASliceSampler(BaseEstimator):
         when the weight prior's shape is below 1 (``InfiniteEBA(weight_shape < 1)``,
         whose weights span orders of magnitude that the multiplicative proposal crosses
         slowly), none for the seed's ``Gamma(1, 1)``. Not counted in ``acceptance``.
+    n_starts : int, default=4
+        Starting states a chain draws from the prior; each runs ``start_sweeps`` sweeps
+        and the chain continues from the one with the highest log joint probability
+        (:meth:`select_start`). Single starts got stuck now and then in a poor mode
+        (two alternatives that the data separate 100 to 0 given equal aspects, for
+        example); see the user guide, "Several starts". 1 is the seed's single start.
+    start_sweeps : int, default=50
+        Sweeps each of the ``n_starts`` starts runs before they are compared (not part
+        of the chain's ``n_iter``; unused when ``n_starts=1``).
     """
 
     name = "slice"
@@ -183,15 +192,19 @@ class EBASliceSampler(BaseEstimator):
         "adapt": ["boolean"],
         "weight_steps": [Interval(Integral, 1, None, closed="left")],
         "prior_steps": [Interval(Integral, 0, None, closed="left"), StrOptions({"auto"})],
+        "n_starts": [Interval(Integral, 1, None, closed="left")],
+        "start_sweeps": [Interval(Integral, 0, None, closed="left")],
     }
 
     def __init__(self, capacity=16, eta=10.0, adapt=True, weight_steps=1,
-                 prior_steps="auto"):
+                 prior_steps="auto", n_starts=4, start_sweeps=50):
         self.capacity = capacity
         self.eta = eta
         self.adapt = adapt
         self.weight_steps = weight_steps
         self.prior_steps = prior_steps
+        self.n_starts = n_starts
+        self.start_sweeps = start_sweeps
 
     def initialize(self, wins, Z, weights, unique_weights, alpha, lapse, adapt_sweeps=0,
                    unique_aspects=True, weight_shape=1.0) -> EBAState:
@@ -254,6 +267,32 @@ class EBASliceSampler(BaseEstimator):
         state.counts[:K] = Z_state[:, :K].sum(axis=0)
         fill_advantages(state.Z, state.W, state.unique, K, state.adv)
         return state
+
+    def select_start(self, starts, rng, sample_alpha=True) -> EBAState:
+        """The start a chain continues from: the best of several short runs.
+
+        Each state of ``starts`` (from :meth:`initialize`) runs ``start_sweeps`` sweeps
+        (with ``alpha`` resampled when ``sample_alpha``), in order, on the stream
+        ``rng``; the one with the highest log joint probability afterwards is returned,
+        its sweep count reset so that the tuning of ``eta`` spans the whole burn-in. The
+        choice concerns the start only: the chain that follows is the same Markov chain,
+        so the posterior it samples does not change. With one start, that start is
+        returned as it is.
+        """
+        starts = list(starts)
+        if len(starts) == 1:
+            return starts[0]
+        best, best_log_joint = None, -np.inf
+        for state in starts:
+            for _ in range(int(self.start_sweeps)):
+                self.sweep(state, rng)
+                if sample_alpha:
+                    self.sample_alpha(state, rng)
+            log_joint = self.log_joint(state)
+            if best is None or log_joint > best_log_joint:
+                best, best_log_joint = state, log_joint
+        best.sweeps = 0
+        return best
 
     def set_data(self, state: EBAState, wins) -> None:
         """Replace the win counts of a chain (``warm_start`` on new comparisons of the
