@@ -110,6 +110,21 @@ def test_binary_data_with_a_real_valued_likelihood_warns():
                          random_state=0).fit(binary)
 
 
+def test_imputer_draws_binary_values_when_auto_chose_bernoulli():
+    # IBPImputer(sample_posterior=True) draws 0/1 values from a binary likelihood; it
+    # reads the likelihood that "auto" chose (likelihood_), not the "auto" itself.
+    from sklearn_ibp import IBPImputer
+
+    binary, _ = _binary_blocks(80, 3)
+    holes = binary.copy()
+    holes[np.random.default_rng(1).random(holes.shape) < 0.1] = np.nan
+    imputer = IBPImputer(NoisyOrHierarchy(upper="dp", link="or", n_iter=4, init_iter=1,
+                                          random_state=0),
+                         sample_posterior=True, random_state=0).fit(holes)
+    filled = imputer.transform(holes)
+    assert set(np.unique(filled[np.isnan(holes)])) <= {0.0, 1.0}
+
+
 def test_dp_defaults_recover_the_shapes_of_sec_7_2_1():
     # Issue 20's bar: NoisyOrHierarchy(upper="dp") with every other parameter at its
     # default recovers the four shapes of seed 000 sec. 7.2.1 (each matched by a feature

@@ -419,7 +419,8 @@ def _noise(view):
     """``(binary, scale)``: whether the view's observations are binary, else their noise
     standard deviation (0 when the estimator does not expose one)."""
     if isinstance(view, NoisyOrHierarchy | IBPFactorAnalysis):
-        if view.likelihood == "bernoulli":
+        # NoisyOrHierarchy(likelihood="auto") records its choice in likelihood_.
+        if getattr(view, "likelihood_", view.likelihood) == "bernoulli":
             return True, 0.0
         params = getattr(view, "likelihood_params_", {})
         return False, float(params.get("sigma_x", getattr(view, "sigma_x_", 0.0)))
