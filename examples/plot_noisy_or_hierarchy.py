@@ -48,17 +48,19 @@ print(f"X: {X.shape}; images per combination: {C.sum(axis=0)}")
 # Fit the DP-IBP
 # --------------
 # ``upper="dp"`` puts every image in one category (a Dirichlet process, a clustering);
-# ``link="or"`` gives an image exactly the features its category links. With
-# ``likelihood="exponential"`` the features are non-negative, as the shapes are. The
+# ``link="or"`` gives an image exactly the features its category links. The default
+# ``likelihood="auto"`` sees non-negative shapes over a zero background and chooses
+# ``"exponential"`` (``model.likelihood_``): the features are non-negative, as the
+# shapes are. The
 # hyperparameters (the two concentrations, the noise level and the rate of the features)
 # are resampled at every sweep. The first half of the 200 sweeps is burn-in, and the
 # fitted attributes come from the kept sample with the highest log joint probability.
 
 model = NoisyOrHierarchy(
-    upper="dp", link="or", likelihood="exponential", n_iter=20 if QUICK else 200,
-    random_state=0,
+    upper="dp", link="or", n_iter=20 if QUICK else 200, random_state=0,
 ).fit(X)
-print(f"features: {model.n_components_}, categories: {model.n_categories_}, "
+print(f"likelihood: {model.likelihood_}, features: {model.n_components_}, "
+      f"categories: {model.n_categories_}, "
       f"motifs: {len(model.motifs_)}, sigma_x: {model.likelihood_params_['sigma_x']:.3f}")
 
 
