@@ -82,6 +82,7 @@ def test_auto_likelihood_is_chosen_from_the_data(blocks):
     binary, _ = _binary_blocks(100, 3)
     standardised = (X - X.mean(axis=0)) / X.std(axis=0)
     for data, expected in ((binary, "bernoulli"), (X, "exponential"),
+                           (0.01 * X, "exponential"), (100.0 * X, "exponential"),
                            (standardised, "gaussian"), (-X, "gaussian")):
         model = NoisyOrHierarchy(upper="dp", link="or", n_iter=1, init_iter=0,
                                  random_state=0).fit(data)
