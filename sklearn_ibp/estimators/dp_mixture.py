@@ -49,9 +49,13 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         DP concentration (its starting value when ``sample_hyperparameters=True``; then
         ``1 / alpha ~ Gamma(1/2, 1/2)``, eq. 3.56).
     base : {"conjugate", "conditionally_conjugate"} or base object, \
-            default="conjugate"
+            default="conditionally_conjugate"
         The base distribution ``G_0`` of Gaussian components, by name or as an object of
-        :mod:`sklearn_ibp.likelihoods` (copied, never modified).
+        :mod:`sklearn_ibp.likelihoods` (copied, never modified). The conditionally
+        conjugate base (independent mean and precision) is the default: the conjugate
+        one ties the spread of a cluster's mean to the cluster's own covariance, which
+        splits data whose clusters differ in scale (on the olive oils, ARI against the
+        nine areas 0.52-0.54 against 0.62-0.64; see the user guide).
     component : {"gaussian", "factor_analyzer"}, default="gaussian"
         Component model.
     n_factors : int or None, default=None
@@ -154,7 +158,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
     def __init__(
         self,
         alpha=1.0,
-        base="conjugate",
+        base="conditionally_conjugate",
         component="gaussian",
         n_factors=None,
         solver="auto",
