@@ -293,8 +293,8 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         if getattr(sample_base, "conjugate", False):
             params = sample_base.sample_posterior_all(X, labels, K, rng)
         else:
-            # a few Gibbs scans over the parameter blocks, from the nearest sample's
-            # parameters of the clusters that match
+            # a few Gibbs scans over the parameter blocks (mean given precision, precision
+            # given mean), the first from precisions drawn from the base
             params = None
             for _ in range(_POINT_PARAMETER_SCANS):
                 params = sample_base.sample_posterior_all(X, labels, K, rng, params)
