@@ -48,9 +48,10 @@ X_test = X_all[order[n_train:]]
 # %%
 # Fit the DP mixture
 # ------------------
-# The defaults: the conjugate Normal-Wishart base with its hyperpriors, and the collapsed
-# Gibbs sampler with split-merge moves. ``alpha`` and the base's hyperparameters are
-# resampled at every sweep.
+# The defaults: the conditionally conjugate base (independent Normal mean and Wishart
+# precision) with its hyperpriors, and Neal's auxiliary-component sampler. ``alpha`` and
+# the base's hyperparameters are resampled at every sweep. ``labels_`` is the partition
+# that minimises the posterior expected variation of information to the kept samples.
 
 model = DPMixture(n_iter=20 if QUICK else 300, random_state=0).fit(X)
 print(f"clusters found: {model.n_components_}; adjusted Rand index against the truth: "
@@ -80,7 +81,7 @@ fig.tight_layout()
 # %%
 # Clusters and predictive density
 # -------------------------------
-# Left: the clusters of the best sample. Right: the log of the posterior predictive
+# Left: the point estimate of the clusters. Right: the log of the posterior predictive
 # density, averaged over the kept samples (12 nats below its peak and up), with the
 # held-out points.
 

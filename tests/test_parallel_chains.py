@@ -70,7 +70,7 @@ CASES = {
         "blocks",
     ),
     "ddibp": (DistanceDependentIBP, dict(n_iter=5, n_chains=2), "blocks"),
-    "dp_conjugate": (DPMixture, dict(n_iter=8, n_chains=2), "blobs"),
+    "dp_conjugate": (DPMixture, dict(base="conjugate", n_iter=8, n_chains=2), "blobs"),
     "dp_conditionally_conjugate": (
         DPMixture, dict(base="conditionally_conjugate", n_iter=6, n_chains=2), "blobs",
     ),

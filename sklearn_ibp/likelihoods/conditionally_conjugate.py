@@ -54,6 +54,10 @@ _KEYS = ("xi", "R", "beta", "W")
 _BETA_PRIOR_SHAPE = 1.0
 
 
+#: Floor of the chi-square quantiles of the fixed prior draws (see ``_fixed_precisions``).
+_MIN_CHI2_QUANTILE = 1e-10
+
+
 def _beta_prior_rate(n_features):
     return float(n_features)
 
@@ -369,7 +373,11 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         idx = np.arange(D)
         J = self._fixed_uniforms.shape[0]
         A = np.zeros((J, D, D))
-        A[:, idx, idx] = np.sqrt(chi2.ppf(self._fixed_uniforms, self.beta - idx[None, :]))
+        # At small beta - D + 1 the lowest quantiles of the last chi-square underflow to
+        # 0, which would make S_j singular; floored, such a draw is a component so broad
+        # that its density adds nothing to the average, but it stays invertible.
+        quantiles = chi2.ppf(self._fixed_uniforms, self.beta - idx[None, :])
+        A[:, idx, idx] = np.sqrt(np.maximum(quantiles, _MIN_CHI2_QUANTILE))
         rows, cols = np.tril_indices(D, -1)
         A[:, rows, cols] = self._fixed_normals
         B = np.matmul(self._prior_factor, A)

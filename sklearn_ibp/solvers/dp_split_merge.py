@@ -77,6 +77,9 @@ class SplitMergeDP(CollapsedDPGibbs):
 
     name = "split_merge"
     bases = ("conjugate",)
+    #: Splits whole clusters, so a chain can start with every row in one cluster
+    #: (``DPMixture(init="auto")``).
+    proposes_splits = True
 
     _parameter_constraints: dict = {
         **CollapsedDPGibbs._parameter_constraints,

@@ -372,3 +372,14 @@ def test_prior_predictive_average_kernel_matches_numpy():
     log_mean_density_cov(X, mean, L, half, out)
     dens = np.array([multivariate_normal(mean, c).logpdf(X) for c in covs])
     np.testing.assert_allclose(out, logsumexp(dens, axis=0) - np.log(7), rtol=1e-10)
+
+
+@pytest.mark.parametrize("excess", [1e-2, 1e-3, 1e-4])
+def test_log_prior_predictive_at_degrees_of_freedom_near_the_bound(excess):
+    # beta just above D - 1: the lowest quantiles of the last chi-square of the fixed
+    # prior draws underflow to 0 (a singular S_j; LinAlgError before the floor). A fit
+    # of the example's 120 rows with the default base drew such a beta.
+    hyper = {"xi": [0.0, 0.0], "R": np.eye(2), "W": np.eye(2), "beta": 1.0 + excess}
+    base = make_base(hyper)
+    out = base.log_prior_predictive(np.random.default_rng(1).standard_normal((3, 2)))
+    assert np.all(np.isfinite(out))
