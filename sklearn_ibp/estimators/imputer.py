@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.impute._base import _BaseImputer
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, MissingValues
+from sklearn.utils._param_validation import HasMethods, Interval, MissingValues, StrOptions
 from sklearn.utils.validation import (
     FLOAT_DTYPES,
     _check_feature_names_in,
@@ -18,14 +18,24 @@ from sklearn.utils.validation import (
 )
 from threadpoolctl import threadpool_limits
 
+from ..likelihoods.correlated_noise import (
+    missing_count_groups,
+    predict_missing,
+    residual_covariance,
+)
 from .distance_dependent import DistanceDependentIBP
-from .factor_analysis import IBPFactorAnalysis
+from .factor_analysis import MAX_EXACT_FEATURES, IBPFactorAnalysis
 from .noisy_or_hierarchy import NoisyOrHierarchy
 
 __all__ = ["IBPImputer"]
 
 #: The estimators of the package that take NaN in ``fit`` and ``transform``.
 _NAN_ESTIMATORS = "IBPFactorAnalysis, DistanceDependentIBP or NoisyOrHierarchy"
+
+#: The default model's fixed noise and feature standard deviations, as fractions of the
+#: standard deviation of the centred data (chosen on the benchmark of doc/imputation.rst).
+DEFAULT_SIGMA_X = 0.9
+DEFAULT_SIGMA_A = 1.0
 
 
 class IBPImputer(_BaseImputer):
@@ -138,6 +148,7 @@ class IBPImputer(_BaseImputer):
         "missing_values": [MissingValues(numeric_only=True)],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "sample_posterior": ["boolean"],
+        "noise": [StrOptions({"full", "model"})],
         "random_state": ["random_state"],
     }
 
@@ -148,6 +159,7 @@ class IBPImputer(_BaseImputer):
         missing_values=np.nan,
         n_samples=10,
         sample_posterior=False,
+        noise="full",
         add_indicator=False,
         keep_empty_features=False,
         random_state=None,
@@ -160,6 +172,7 @@ class IBPImputer(_BaseImputer):
         self.estimator = estimator
         self.n_samples = n_samples
         self.sample_posterior = sample_posterior
+        self.noise = noise
         self.random_state = random_state
 
     # -- validation ---------------------------------------------------------------------
@@ -174,9 +187,12 @@ class IBPImputer(_BaseImputer):
         mask = np.isnan(X) if nan_missing else X == self.missing_values
         return X, mask
 
-    def _check_estimator(self):
-        """A clone of ``estimator`` (or the default), checked to take missing values."""
-        estimator = IBPFactorAnalysis() if self.estimator is None else clone(self.estimator)
+    def _check_estimator(self, scale=1.0):
+        """A clone of ``estimator`` (or the default for data of standard deviation
+        ``scale``), checked to take missing values."""
+        if self.estimator is None:
+            return _default_estimator(scale)
+        estimator = clone(self.estimator)
         name = type(estimator).__name__
         if not get_tags(estimator).input_tags.allow_nan:
             raise ValueError(
@@ -209,7 +225,6 @@ class IBPImputer(_BaseImputer):
         self : IBPImputer
             The fitted imputer.
         """
-        estimator = self._check_estimator()
         X, mask = self._validate_X(X, reset=True)
         valid = ~mask.all(axis=0)
         if not valid.any():
@@ -217,6 +232,7 @@ class IBPImputer(_BaseImputer):
                 "X has no observed entry (every column is entirely missing); IBPImputer "
                 "needs at least one observed value to fit its model."
             )
+        estimator = self._check_estimator(_data_scale(X[:, valid], mask[:, valid]))
         estimator = _adapt_to_columns(estimator, valid)
         data = _data_columns(estimator, int(valid.sum()))
         X_model = _model_input(X[:, valid], mask[:, valid])
@@ -250,9 +266,16 @@ class IBPImputer(_BaseImputer):
             chosen = np.unique(np.linspace(0, n_kept - 1, num=self.n_samples).round())
         # Small matrices: BLAS threads only contend (see BaseIBPSampler._run_chains).
         with threadpool_limits(limits=1, user_api="blas"):
-            views = _posterior_views(estimator, X_model[filled_rows][:, data], chosen)
+            train = X_model[filled_rows][:, data]
+            views = _posterior_views(estimator, train, chosen)
+            covariances = None
+            if self.noise == "full" and not self.sample_posterior and all(
+                _takes_full_noise(view) for view in views
+            ):
+                covariances = _residual_covariances(views, train)
         self.estimator_ = estimator
         self._views = views
+        self._covariances = covariances
         self._data = data
         self._valid_mask = valid
         self._draw_seed = draw_seed
@@ -263,6 +286,8 @@ class IBPImputer(_BaseImputer):
     def _predict(self, X_model):
         """The model's imputation of every data column of the rows of ``X_model``."""
         with threadpool_limits(limits=1, user_api="blas"):
+            if self._covariances is not None:
+                return self._predict_full_noise(X_model)
             if not self.sample_posterior:
                 total = 0.0
                 for view in self._views:
@@ -280,6 +305,24 @@ class IBPImputer(_BaseImputer):
             if binary:
                 return (rng.random(mean.shape) < mean).astype(float)
             return mean + scale * rng.standard_normal(mean.shape)
+
+    def _predict_full_noise(self, X_model):
+        """The imputation under features plus correlated noise, averaged over the views
+        (see :mod:`sklearn_ibp.likelihoods.correlated_noise`)."""
+        total = 0.0
+        groups = None
+        for view, cov in zip(self._views, self._covariances, strict=True):
+            Xc, log_odds, _ = view._check_X(X_model)
+            missing = np.isnan(Xc)
+            if groups is None:
+                groups = missing_count_groups(missing)
+            probabilities = None
+            if view.n_components_ > MAX_EXACT_FEATURES:
+                probabilities = view.transform(X_model)  # mean field, isotropic noise
+            total = total + predict_missing(
+                Xc, missing, view.components_, log_odds, cov, probabilities, groups
+            ) + view.mean_
+        return total / len(self._views)
 
     def transform(self, X):
         """Fill every missing entry of ``X``; observed entries are returned unchanged.
@@ -337,6 +380,56 @@ class IBPImputer(_BaseImputer):
 # -- per-estimator logic ----------------------------------------------------------------
 def _is_nan(value) -> bool:
     return isinstance(value, float) and np.isnan(value)
+
+
+def _data_scale(X, mask) -> float:
+    """Standard deviation of the observed entries around their column means (1 when
+    there is no spread)."""
+    observed = np.where(mask, np.nan, X)
+    with np.errstate(all="ignore"):
+        scale = float(np.nanstd(observed - np.nanmean(observed, axis=0)))
+    return scale if np.isfinite(scale) and scale > 0.0 else 1.0
+
+
+def _default_estimator(scale):
+    """The imputer's own model: an IBP with fixed, wide noise (see doc/imputation.rst).
+
+    With the noise sampled, ``sigma_x`` shrinks and the features multiply (30 to 100
+    for 8 to 10 columns), each fitting a few rows; held at ``0.9`` times the data's
+    standard deviation the features describe the coarse structure (groups of rows)
+    and the correlated residual model of ``noise="full"`` the linear structure.
+    """
+    return IBPFactorAnalysis(
+        sigma_x=DEFAULT_SIGMA_X * scale,
+        sigma_a=DEFAULT_SIGMA_A * scale,
+        sample_hyperparameters=False,
+    )
+
+
+def _takes_full_noise(view) -> bool:
+    """Whether the view's model is ``x = z A + Gaussian noise`` with binary ``z``."""
+    return (
+        isinstance(view, IBPFactorAnalysis)
+        and view.likelihood in ("gaussian", "exponential")
+        and not view._weighted()
+    )
+
+
+def _residual_covariances(views, data):
+    """Each view's EM estimate of the covariance of the training residuals
+    ``x - mean - Z A`` (``data`` holds the training rows' data columns, NaN where
+    missing)."""
+    missing = np.isnan(data)
+    groups = missing_count_groups(missing)
+    covariances = []
+    for view in views:
+        residuals = data - view.mean_ - view.Z_ @ view.components_
+        # Successive views are close: EM continues from the previous view's estimate.
+        start = covariances[-1] if covariances else None
+        covariances.append(residual_covariance(
+            residuals, missing, n_iter=10 if start is None else 3, groups=groups,
+            start=start))
+    return covariances
 
 
 def _model_input(X, mask):
