@@ -166,7 +166,9 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
     if groups is None:
         groups = missing_count_groups(missing)
     precision = np.linalg.inv(cov)
-    patterns = ((np.arange(2**K)[:, None] >> np.arange(K)) & 1).astype(float)
+    patterns = None
+    if probabilities is None and K:
+        patterns = ((np.arange(2**K)[:, None] >> np.arange(K)) & 1).astype(float)
     for rows, cols in groups:
         c = cols.shape[1]
         if c == 0:
