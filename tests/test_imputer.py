@@ -20,6 +20,7 @@ from sklearn_ibp import (
     NoisyOrHierarchy,
 )
 from sklearn_ibp.datasets import make_block_images
+from sklearn_ibp.estimators.imputer import _data_scale, _default_estimator
 from sklearn_ibp.likelihoods.correlated_noise import residual_covariance
 from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior
 
@@ -300,6 +301,31 @@ def test_olive_defaults_beat_knn_and_iterative_imputer():
     assert ours < 0.98 * min(knn, iterative), (ours, knn, iterative)
 
 
+def test_default_model_is_scaled_to_the_data_and_left_unset(blocks):
+    X_missing = 100.0 * blocks[1][:60]
+    s = np.nanstd(X_missing - np.nanmean(X_missing, axis=0))
+    model = _default_estimator(_data_scale(X_missing, np.isnan(X_missing)))
+    assert model.sigma_x == pytest.approx(0.9 * s) and model.sigma_a == pytest.approx(s)
+    assert model.sample_hyperparameters is False
+    imputer = IBPImputer(random_state=0).fit(X_missing)
+    assert imputer.estimator is None  # the parameter is never replaced
+    assert imputer.estimator_.sigma_x == pytest.approx(0.9 * s)
+    assert len(imputer._covariances) == len(imputer._views) == 10
+
+
+def test_noise_model_and_other_estimators_use_the_models_own_predictive(blocks):
+    X_missing = blocks[1]
+    hierarchy = IBPImputer(NoisyOrHierarchy(n_iter=4, init_iter=2, random_state=0),
+                           random_state=0).fit(X_missing)
+    assert hierarchy._covariances is None
+    isotropic = _small_imputer(noise="model").fit(X_missing)
+    full = _small_imputer().fit(X_missing)
+    assert isotropic._covariances is None and full._covariances is not None
+    missing = np.isnan(X_missing)
+    assert not np.allclose(isotropic.transform(X_missing)[missing],
+                           full.transform(X_missing)[missing])
+
+
 # -- digits: the done criterion ---------------------------------------------------------------
 def test_digits_rmse_beats_the_column_mean():
     """The first 900 of scikit-learn's digits scaled to [0, 1], 20% missing at random.
@@ -492,7 +518,8 @@ def test_refuses_too_little_data(blocks):
 
 @pytest.mark.parametrize(
     "params, match",
-    [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator")],
+    [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator"),
+     ({"noise": "diagonal"}, "noise")],
 )
 def test_parameter_validation(blocks, params, match):
     with pytest.raises(ValueError, match=match):

@@ -44,8 +44,13 @@ class IBPImputer(_BaseImputer):
     A latent feature estimator of the package (by default :class:`IBPFactorAnalysis`) is
     fitted to the data with its missing entries masked out of the likelihood. Each missing
     entry of a row is then filled with its posterior predictive mean given the row's
-    observed entries, ``E[z | x_obs] A_mis + mean``, averaged over ``n_samples`` kept
-    posterior samples of the fitted estimator; observed entries are returned unchanged.
+    observed entries, averaged over ``n_samples`` kept posterior samples of the fitted
+    estimator; observed entries are returned unchanged. With ``noise="full"`` (the
+    default) the residuals ``x - z A`` of each sample get a full covariance ``Sigma``
+    (estimated by EM from the observed entries) and a row's missing entries are filled
+    with ``E[z | x_o] A_m + mean_m + Sigma_mo Sigma_oo^-1 (x_o - E[z | x_o] A_o -
+    mean_o)``; with ``noise="model"`` with the model's own predictive,
+    ``E[z | x_o] A_m + mean_m``. See :doc:`/imputation` for the measurements.
 
     Parameters
     ----------
@@ -54,7 +59,12 @@ class IBPImputer(_BaseImputer):
         ``transform`` (its ``__sklearn_tags__().input_tags.allow_nan`` is True) and map
         feature probabilities back to data space with ``inverse_transform``:
         :class:`IBPFactorAnalysis`, :class:`DistanceDependentIBP` or
-        :class:`NoisyOrHierarchy`. None means ``IBPFactorAnalysis()``. When its
+        :class:`NoisyOrHierarchy`. None means the imputer's own model,
+        ``IBPFactorAnalysis(sigma_x=0.9 * s, sigma_a=1.0 * s,
+        sample_hyperparameters=False)`` with ``s`` the standard deviation of the observed
+        entries around their column means: a fixed, wide noise keeps the features to the
+        coarse structure (with its noise sampled the model grows dozens of features that
+        fit a few rows each, and predicts missing entries worse). When its
         ``random_state`` is None it is seeded from this imputer's ``random_state``.
     missing_values : int, float or np.nan, default=np.nan
         The placeholder of a missing entry. With a value other than NaN, NaN in ``X`` is
@@ -69,6 +79,15 @@ class IBPImputer(_BaseImputer):
         random, the row's features drawn from their posterior marginals given its observed
         entries, and observation noise at the sample's noise level. The draws are
         reproducible from ``random_state``; different seeds give different imputations.
+    noise : {"full", "model"}, default="full"
+        The noise of the predictive mean. ``"full"``: features plus correlated Gaussian
+        noise, the residual covariance of each kept sample estimated by EM from the
+        training rows (Little and Rubin 2002, sec. 11.2) and ``E[z | x_o]`` enumerated
+        under it (see :mod:`sklearn_ibp.likelihoods.correlated_noise`); it serves
+        :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP` with binary features
+        and a real-valued likelihood, and is not used with ``sample_posterior=True``.
+        ``"model"``: the estimator's own (isotropic) noise, through its ``transform``
+        and ``inverse_transform``; always used for the other estimators.
     add_indicator : bool, default=False
         Append a :class:`~sklearn.impute.MissingIndicator` of the columns that had
         missing entries in ``fit``.
@@ -100,7 +119,8 @@ class IBPImputer(_BaseImputer):
 
     Notes
     -----
-    *Posterior samples.* For :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP`
+    *Posterior samples* (``noise="model"``, or an estimator that ``"full"`` does not
+    serve). For :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP`
     each of the ``n_samples`` kept samples ``(Z, sigma_x, sigma_a)`` gives the features'
     posterior mean ``A`` given ``Z`` and the training data; for :class:`NoisyOrHierarchy`
     each kept sample carries its own categories, links and ``A``. The estimator's
