@@ -132,7 +132,7 @@ def residual_covariance(residuals, missing, n_iter=10, groups=None, start=None):
 
 
 def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
-                    groups=None, chunk=256):
+                    groups=None, chunk=None):
     """Predictive mean of the missing entries under features plus correlated noise.
 
     Parameters
@@ -151,8 +151,9 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
         features).
     groups : list or None
         ``missing_count_groups(missing)``, when the caller has it already.
-    chunk : int, default=256
-        Rows enumerated at once (bounds the memory to ``chunk * 2^K * K`` floats).
+    chunk : int or None, default=None
+        Rows enumerated at once; None keeps ``chunk * 2^K * K`` to about four million
+        floats.
 
     Returns
     -------
@@ -169,6 +170,8 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
     patterns = None
     if probabilities is None and K:
         patterns = ((np.arange(2**K)[:, None] >> np.arange(K)) & 1).astype(float)
+        if chunk is None:
+            chunk = max(1, min(256, 4_000_000 // (patterns.size)))
     for rows, cols in groups:
         c = cols.shape[1]
         if c == 0:
