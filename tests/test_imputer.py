@@ -21,7 +21,11 @@ from sklearn_ibp import (
 )
 from sklearn_ibp.datasets import make_block_images
 from sklearn_ibp.estimators.imputer import _data_scale, _default_estimator
-from sklearn_ibp.likelihoods.correlated_noise import residual_covariance
+from sklearn_ibp.likelihoods.correlated_noise import (
+    draw_missing,
+    predict_missing,
+    residual_covariance,
+)
 from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior
 
 
@@ -251,6 +255,36 @@ def test_residual_covariance_is_the_em_estimate():
     # covariance: symmetric positive definite.
     np.testing.assert_allclose(em, em.T)
     assert np.linalg.eigvalsh(em).min() > 0
+
+
+def test_full_noise_draws_average_to_the_predictive_mean():
+    """Two rows (one half observed, one empty) repeated 4000 times: the mean of the
+    draws is the predictive mean within 4 standard errors, and their spread about it
+    at least the conditional noise (the features' uncertainty adds to it)."""
+    rng = np.random.default_rng(0)
+    A = np.array([[2.0, 0.0, 1.0, -1.0], [0.0, 1.5, -1.0, 0.5]])
+    cov = np.array([[1.0, 0.6, 0.3, 0.0], [0.6, 1.0, 0.2, 0.1],
+                    [0.3, 0.2, 1.0, 0.5], [0.0, 0.1, 0.5, 1.0]])
+    rows = np.array([[1.5, np.nan, 0.3, np.nan], [np.nan] * 4])
+    X = np.repeat(rows, 4000, axis=0)
+    missing = np.isnan(X)
+    log_odds = np.full((X.shape[0], 2), -0.5)
+    mean = predict_missing(X, missing, A, log_odds, cov)
+    draws = draw_missing(X, missing, A, log_odds, cov, rng)
+    for r in (0, 1):
+        block = slice(4000 * r, 4000 * (r + 1))
+        cols = np.flatnonzero(missing[4000 * r])
+        d = draws[block][:, cols]
+        standard_error = d.std(axis=0) / np.sqrt(4000)
+        assert np.all(np.abs(d.mean(axis=0) - mean[4000 * r, cols]) < 4 * standard_error)
+    # Row 0's conditional variance of its missing entries given the observed ones.
+    o, m = np.array([0, 2]), np.array([1, 3])
+    conditional = cov[np.ix_(m, m)] - cov[np.ix_(m, o)] @ np.linalg.solve(
+        cov[np.ix_(o, o)], cov[np.ix_(o, m)])
+    assert np.all(draws[:4000][:, m].var(axis=0) > 0.9 * np.diag(conditional))
+    # Reproducible from the generator.
+    again = draw_missing(X, missing, A, log_odds, cov, np.random.default_rng(0))
+    np.testing.assert_array_equal(draws, again)
 
 
 def _standardised_with_holes(X, seed=0):

@@ -19,6 +19,7 @@ from sklearn.utils.validation import (
 from threadpoolctl import threadpool_limits
 
 from ..likelihoods.correlated_noise import (
+    draw_missing,
     missing_count_groups,
     predict_missing,
     residual_covariance,
@@ -77,15 +78,19 @@ class IBPImputer(_BaseImputer):
         Instead of the average predictive mean, fill each missing entry with one draw from
         the posterior predictive, for multiple imputation: one kept sample chosen at
         random, the row's features drawn from their posterior marginals given its observed
-        entries, and observation noise at the sample's noise level. The draws are
+        entries, and observation noise at the sample's noise level (with
+        ``noise="full"``: the features drawn from their joint posterior under the
+        correlated noise, and the missing entries from their Gaussian conditional given
+        the observed ones). The draws are
         reproducible from ``random_state``; different seeds give different imputations.
     noise : {"full", "model"}, default="full"
         The noise of the predictive mean. ``"full"``: features plus correlated Gaussian
         noise, the residual covariance of each kept sample estimated by EM from the
         training rows (Little and Rubin 2002, sec. 11.2) and ``E[z | x_o]`` enumerated
-        under it (see :mod:`sklearn_ibp.likelihoods.correlated_noise`); it serves
+        under it (see :mod:`sklearn_ibp.likelihoods.correlated_noise`); with
+        ``sample_posterior=True`` the draws come from that model too. It serves
         :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP` with binary features
-        and a real-valued likelihood, and is not used with ``sample_posterior=True``.
+        and a real-valued likelihood.
         ``"model"``: the estimator's own (isotropic) noise, through its ``transform``
         and ``inverse_transform``; always used for the other estimators.
     add_indicator : bool, default=False
@@ -289,7 +294,7 @@ class IBPImputer(_BaseImputer):
             train = X_model[filled_rows][:, data]
             views = _posterior_views(estimator, train, chosen)
             covariances = None
-            if self.noise == "full" and not self.sample_posterior and all(
+            if self.noise == "full" and all(
                 _takes_full_noise(view) for view in views
             ):
                 covariances = _residual_covariances(views, train)
@@ -328,9 +333,11 @@ class IBPImputer(_BaseImputer):
 
     def _predict_full_noise(self, X_model):
         """The imputation under features plus correlated noise, averaged over the views
-        (see :mod:`sklearn_ibp.likelihoods.correlated_noise`)."""
+        (one draw from the single view with ``sample_posterior=True``; see
+        :mod:`sklearn_ibp.likelihoods.correlated_noise`)."""
         total = 0.0
         groups = None
+        rng = np.random.default_rng(self._draw_seed) if self.sample_posterior else None
         for view, cov in zip(self._views, self._covariances, strict=True):
             Xc, log_odds, _ = view._check_X(X_model)
             missing = np.isnan(Xc)
@@ -339,9 +346,12 @@ class IBPImputer(_BaseImputer):
             probabilities = None
             if view.n_components_ > MAX_EXACT_FEATURES:
                 probabilities = view.transform(X_model)  # mean field, isotropic noise
-            total = total + predict_missing(
-                Xc, missing, view.components_, log_odds, cov, probabilities, groups
-            ) + view.mean_
+            args = (Xc, missing, view.components_, log_odds, cov)
+            if rng is None:
+                fill = predict_missing(*args, probabilities, groups)
+            else:
+                fill = draw_missing(*args, rng, probabilities, groups)
+            total = total + fill + view.mean_
         return total / len(self._views)
 
     def transform(self, X):

@@ -38,7 +38,8 @@ from __future__ import annotations
 import numpy as np
 from scipy.special import expit, logsumexp
 
-__all__ = ["missing_count_groups", "predict_missing", "residual_covariance"]
+__all__ = ["draw_missing", "missing_count_groups", "predict_missing",
+           "residual_covariance"]
 
 #: Relative ridge added to the diagonal of every covariance (a fraction of its mean
 #: diagonal), so that a constant column or an exact linear relation (a composition)
@@ -160,6 +161,32 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
     ndarray of shape (n_rows, n_columns)
         The predictive mean at the missing entries (centred), 0 elsewhere.
     """
+    return _fill(Xc, missing, components, log_odds, cov, probabilities, groups, chunk,
+                 rng=None)
+
+
+def draw_missing(Xc, missing, components, log_odds, cov, rng, probabilities=None,
+                 groups=None, chunk=None):
+    """One draw of the missing entries from their predictive under features plus
+    correlated noise (for multiple imputation).
+
+    Each row's features ``z`` are drawn from ``p(z | x_o)`` (enumerated; from
+    independent Bernoulli(``probabilities``) when those are given), then its missing
+    entries from ``N(z A_m + Sigma_mo Sigma_oo^-1 (x_o - z A_o), Sigma_mm - Sigma_mo
+    Sigma_oo^-1 Sigma_om)``. The parameters are those of :func:`predict_missing`, and
+    ``rng``, a NumPy ``Generator``; rows are drawn in the order of ``groups``.
+
+    Returns
+    -------
+    ndarray of shape (n_rows, n_columns)
+        The draw at the missing entries (centred), 0 elsewhere.
+    """
+    return _fill(Xc, missing, components, log_odds, cov, probabilities, groups, chunk,
+                 rng=rng)
+
+
+def _fill(Xc, missing, components, log_odds, cov, probabilities, groups, chunk, rng):
+    """The predictive mean (``rng`` None) or one predictive draw of the missing entries."""
     N, D = Xc.shape
     K = components.shape[0]
     X0 = np.where(missing, 0.0, Xc)
@@ -177,9 +204,14 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
         if c == 0:
             continue
         if c == D:
-            # Nothing observed: the prior predictive mean.
+            # Nothing observed: the prior predictive.
             q = expit(log_odds[rows]) if probabilities is None else probabilities[rows]
-            out[rows] = q @ components
+            if rng is None:
+                out[rows] = q @ components
+            else:
+                z = (rng.random(q.shape) < q).astype(float)
+                noise = rng.standard_normal((rows.size, D)) @ np.linalg.cholesky(cov).T
+                out[rows] = z @ components + noise
             continue
         rows_of_p, inverse = _missing_blocks(precision, cols)
         x = X0[rows]
@@ -188,14 +220,20 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
             q = np.zeros((rows.size, 0))
         elif probabilities is not None:
             q = probabilities[rows]
+            if rng is not None:
+                q = (rng.random(q.shape) < q).astype(float)
         else:
             q = _feature_posterior(x, ~missing[rows], components, log_odds[rows],
-                                   precision, rows_of_p, inverse, g, patterns, chunk)
+                                   precision, rows_of_p, inverse, g, patterns, chunk, rng)
         # E[x_m | x_o, z] = y_m - P_mm^-1 P_m. (x - y)  with y = z A, both 0 at m.
         y = q @ components
         y_masked = np.where(missing[rows], 0.0, y)
         h = g - (rows_of_p @ y_masked[:, :, None])[:, :, 0]
         pred = np.take_along_axis(y, cols, axis=1) - (inverse @ h[:, :, None])[:, :, 0]
+        if rng is not None:
+            # Conditional covariance P_mm^-1.
+            lower = np.linalg.cholesky(inverse)
+            pred += (lower @ rng.standard_normal((rows.size, c, 1)))[:, :, 0]
         block = np.zeros((rows.size, D))
         np.put_along_axis(block, cols, pred, axis=1)
         out[rows] = block
@@ -203,8 +241,9 @@ def predict_missing(Xc, missing, components, log_odds, cov, probabilities=None,
 
 
 def _feature_posterior(x, observed, components, log_odds, precision, rows_of_p, inverse,
-                       g, patterns, chunk):
-    """``E[z | x_o]`` of every row of a group, enumerated over ``patterns``.
+                       g, patterns, chunk, rng=None):
+    """``E[z | x_o]`` of every row of a group, enumerated over ``patterns`` (with
+    ``rng``, one draw of ``z`` from ``p(z | x_o)`` instead).
 
     With ``B`` the features zeroed at the row's missing columns and ``F = B P_.m``,
     ``-2 log N(x_o; z A_o, Sigma_oo) = const - 2 z b + z M z^T`` with
@@ -224,5 +263,11 @@ def _feature_posterior(x, observed, components, log_odds, precision, rows_of_p, 
                  + b @ patterns.T
                  - 0.5 * np.sum((patterns @ M) * patterns, axis=2))
         log_w -= logsumexp(log_w, axis=1, keepdims=True)
-        q[sl] = np.exp(log_w) @ patterns
+        if rng is None:
+            q[sl] = np.exp(log_w) @ patterns
+        else:
+            cdf = np.cumsum(np.exp(log_w), axis=1)
+            u = rng.random((cdf.shape[0], 1)) * cdf[:, -1:]
+            index = np.minimum((cdf < u).sum(axis=1), patterns.shape[0] - 1)
+            q[sl] = patterns[index]
     return q
