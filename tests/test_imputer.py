@@ -30,7 +30,8 @@ from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior
 
 
 @parametrize_with_checks(
-    [IBPImputer(IBPFactorAnalysis(n_iter=10, random_state=0), random_state=0)]
+    [IBPImputer(IBPFactorAnalysis(n_iter=10, random_state=0), random_state=0),
+     IBPImputer(random_state=0)]  # the default model and noise="full"
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
