@@ -3,21 +3,27 @@
 The state is the ownership of dishes and the customers' links for every owned dish; ``Z``
 follows by reachability. One sweep
 
-1. Gibbs-samples every link ``c_ik`` (eq. 33): two likelihoods per update, reaching the
-   owner or not, each from the statistics of one column of ``Z`` (the rows whose ``z``
-   changes form the window of the update), never by recomputing the likelihood;
+1. updates every link ``c_ik`` (eq. 33): the change of a link switches ``z_k`` on the
+   rows whose path runs through the customer (the window of the update) or on none, so
+   two likelihoods decide it, each from the statistics of one column of ``Z``, never by
+   recomputing the likelihood. By default the update is a Metropolis step with the link's
+   prior as proposal, which needs a likelihood only when the proposed link switches the
+   rows; ``link_update="gibbs"`` draws from the exact conditional as the seed does;
 2. visits every customer with a birth-or-death Metropolis-Hastings move of the dishes it
-   owns (eq. 34): a new dish with links from the prior, as in the seed, or from the prior
-   conditioned on nobody linking to the owner (a feature of its own, which the link
-   updates then spread to the rows that share it); or the removal of one of its dishes.
-   The seed proposes every customer's count at once from the prior; one dish of one
-   customer at a time is accepted far more often, and the second proposal lets the data
-   open features that prior links would seldom propose.
+   owns (eq. 34): a new dish with links from the prior, as in the seed, or (with
+   probability ``own_weight``) from the prior conditioned on nobody linking to the owner
+   (a feature of its own, which the link updates then spread to the rows that share it);
+   or the removal of one of its dishes. The seed proposes every customer's count at once
+   from the prior; one dish of one customer at a time is accepted far more often, and the
+   second proposal lets the data open features that prior links would seldom propose.
 """
 
 from __future__ import annotations
 
+from numbers import Real
+
 import numpy as np
+from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..priors.ddibp import compute_reachability
 from ._base import BaseIBPSolver, FeatureState, with_capacity
@@ -35,11 +41,32 @@ class DistanceDependentGibbs(BaseIBPSolver):
     decay function before normalisation). The chain starts from the dishes
     ``hyper["owners"]`` with links ``hyper["connections"]`` (n_samples, K) when given;
     otherwise from no features when ``Z`` has no columns, or from a draw of the prior when
-    ``Z`` is None.
+    ``Z`` is None. ``hyper["max_features"]`` (optional) truncates the prior to at most that
+    many dishes: births beyond it are rejected.
+
+    Parameters
+    ----------
+    own_weight : float in [0, 1), default=0.9
+        Probability that a proposed new dish belongs to its owner alone (links from the
+        prior conditioned on nobody linking to the owner) rather than having all its links
+        drawn from the prior. A dish of the owner alone is accepted or rejected from its
+        column ``e_i`` and its links are drawn only if it is accepted (``O(K^2 + KD)``); a
+        prior-drawn dish needs all ``N`` links and their reachability (``O(N log N)``) and,
+        on real data, is seldom accepted.
+    link_update : {"metropolis", "gibbs"}, default="metropolis"
+        Link updates as Metropolis steps with the prior as proposal (a likelihood only for
+        proposals that switch rows) or as Gibbs steps (two likelihoods per update).
     """
 
     name = "ddibp_gibbs"
-    _parameter_constraints: dict = {}
+    _parameter_constraints: dict = {
+        "own_weight": [Interval(Real, 0, 1, closed="left")],
+        "link_update": [StrOptions({"metropolis", "gibbs"})],
+    }
+
+    def __init__(self, own_weight=0.9, link_update="metropolis"):
+        self.own_weight = own_weight
+        self.link_update = link_update
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         proximity = np.ascontiguousarray(hyper["proximity"], dtype=float)
@@ -58,7 +85,10 @@ class DistanceDependentGibbs(BaseIBPSolver):
         off_diagonal = proximity - np.diag(np.diag(proximity))
         with np.errstate(divide="ignore"):
             log_no_link = np.log1p(-np.minimum(off_diagonal, 1.0)).sum(axis=0)
+        max_features = hyper.get("max_features")
         state.stats.update(
+            max_features=np.int64(np.iinfo(np.int64).max if max_features is None
+                                  else max_features),
             proximity=proximity,
             cum_proximity=np.ascontiguousarray(np.cumsum(proximity, axis=1)),
             h=h,
@@ -133,7 +163,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
             sweep_connections(
                 state.X, state.Z, st["links"], st["owners"], state.n_features,
                 st["proximity"], st["cum_proximity"], st["Minv"], st["G"], st["cross"],
-                state.sigma_x, state.sigma_a, rng,
+                state.sigma_x, state.sigma_a, self.link_update == "metropolis", rng,
             )
         mu = state.alpha / st["h"]
         N = state.X.shape[0]
@@ -142,7 +172,8 @@ class DistanceDependentGibbs(BaseIBPSolver):
             K, start = sweep_ownership(
                 state.X, state.Z, st["links"], st["owners"], state.n_features,
                 st["cum_proximity"], st["log_no_link"], mu, st["Minv"], st["G"],
-                st["cross"], state.sigma_x, state.sigma_a, start, rng,
+                st["cross"], state.sigma_x, state.sigma_a, float(self.own_weight),
+                st["max_features"], start, rng,
             )
             state.n_features = int(K)
             if start >= N:
