@@ -440,6 +440,19 @@ def sweep_connections(
             if i == owner:
                 row[i] = draw_link(cum_row, rng)
                 continue
+            proposal = -1
+            if metropolis and Z[i, k] == 0:
+                # The rows upstream of an off customer are off too, so a proposed target
+                # off the dish keeps every row as it is: accepted with no likelihood and
+                # no walk. (A target on the dish is not upstream of i.)
+                proposal = draw_link(cum_row, rng)
+                if Z[proposal, k] == 0:
+                    old = row[i]
+                    if proposal != old:
+                        _unlink_child(old, i, head, nxt, prv)
+                        _push_child(proposal, i, head, nxt, prv)
+                        row[i] = proposal
+                    continue
             # Customers whose path runs through i, with i's link cut (stamp == mark).
             mark += 1
             n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
@@ -452,7 +465,7 @@ def sweep_connections(
                 # Metropolis with the prior row as proposal: a target on the current side
                 # leaves z_k as it is and is accepted without any likelihood; one on the
                 # other side is accepted with the likelihood ratio.
-                chosen = draw_link(cum_row, rng)
+                chosen = proposal if proposal >= 0 else draw_link(cum_row, rng)
                 new_on = 1 if (Z[chosen, k] == 1 and stamp[chosen] != mark) else 0
                 if new_on != on:
                     n_delta, score_alt = _switch_score(

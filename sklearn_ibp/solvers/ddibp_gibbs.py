@@ -20,6 +20,8 @@ follows by reachability. One sweep
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 from numbers import Real
 
 import numpy as np
@@ -114,6 +116,19 @@ class DistanceDependentGibbs(BaseIBPSolver):
         connections = np.asarray(connections, dtype=np.int64).reshape(N, owners.size)
         self._set_dishes(state, owners, connections)
         return state
+
+    # Statistics that no sweep writes (the proximities and what derives from them): a
+    # checkpoint shares them instead of copying N x N arrays before every sweep.
+    _fixed_stats = ("proximity", "cum_proximity", "h", "log_no_link", "max_features")
+
+    def checkpoint(self, state):
+        """A copy of ``state`` to roll an interrupted sweep back to (see the sampling loop
+        in ``base.py``): the arrays a sweep writes are copied, the fixed ones shared."""
+        stats = {
+            name: value if name in self._fixed_stats else copy.deepcopy(value)
+            for name, value in state.stats.items()
+        }
+        return dataclasses.replace(state, X=state.X.copy(), Z=state.Z.copy(), stats=stats)
 
     # -- dishes ---------------------------------------------------------------------------
     def _set_dishes(self, state, owners, connections, capacity=None):
