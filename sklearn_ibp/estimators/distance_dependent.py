@@ -65,8 +65,8 @@ class DistanceDependentIBP(IBPFactorAnalysis):
         decay this is the IBP.
     max_features : int or None, default=None
         At most this many features: the chain samples the dd-IBP restricted to
-        ``K <= max_features`` (a birth beyond it is rejected). None bounds ``K`` by the
-        number of data columns (``max_features_``), as ``n_components`` bounds
+        ``K <= max_features`` (a birth beyond it is rejected). None bounds ``K`` by twice
+        the number of data columns (``max_features_``), as ``n_components`` bounds
         :class:`~sklearn.mixture.BayesianGaussianMixture`; raise it for more features.
     sigma_x, sigma_a : float or None, default=None
         Noise and feature standard deviations (starting values when sampled); None as in
@@ -282,7 +282,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         mean = np.nanmean(data, axis=0)
         Xc = data - mean
         self.max_features_ = (
-            int(self.max_features) if self.max_features is not None else data.shape[1]
+            int(self.max_features) if self.max_features is not None else 2 * data.shape[1]
         )
         hyper = {**self._starting_hyperparameters(Xc), "proximity": A, "h": h,
                  "max_features": self.max_features_}
