@@ -34,6 +34,8 @@ from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
 
 __all__ = ["DistanceDependentGibbs"]
 
+_NO_BOUND = np.int64(np.iinfo(np.int64).max)
+
 
 class DistanceDependentGibbs(BaseIBPSolver):
     """Gibbs and Metropolis sampler of the dd-IBP with the linear-Gaussian likelihood.
@@ -89,8 +91,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
             log_no_link = np.log1p(-np.minimum(off_diagonal, 1.0)).sum(axis=0)
         max_features = hyper.get("max_features")
         state.stats.update(
-            max_features=np.int64(np.iinfo(np.int64).max if max_features is None
-                                  else max_features),
+            max_features=None if max_features is None else int(max_features),
             proximity=proximity,
             cum_proximity=np.ascontiguousarray(np.cumsum(proximity, axis=1)),
             h=h,
@@ -188,7 +189,8 @@ class DistanceDependentGibbs(BaseIBPSolver):
                 state.X, state.Z, st["links"], st["owners"], state.n_features,
                 st["cum_proximity"], st["log_no_link"], mu, st["Minv"], st["G"],
                 st["cross"], state.sigma_x, state.sigma_a, float(self.own_weight),
-                st["max_features"], start, rng,
+                _NO_BOUND if st["max_features"] is None else np.int64(st["max_features"]),
+                start, rng,
             )
             state.n_features = int(K)
             if start >= N:
