@@ -308,10 +308,19 @@ def _switch_score(X, Z, k, n_features, upstream, n_up, sign, u, Rb, bRb, R, Gk, 
 @njit(cache=True)
 def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
                   p_not, exact_not, rng):
-    """A link target within the chosen side, in proportion to ``a_ij`` (Gibbs updates)."""
+    """A link target within the chosen side, in proportion to ``a_ij`` (Gibbs updates):
+    by rejection from the whole row when the side holds at least 1/16 of its mass (up to
+    64 tries), else (or when they fail) by a pass over the side's candidates."""
     N = prox.shape[0]
     chosen = -1
+    row_mass = cum_row[N - 1]
     if new_on == 1:
+        if p_reach >= 0.0625 * row_mass:
+            # By rejection from the whole row (O(log N) a try), as for the other side.
+            for _ in range(64):
+                j = draw_link(cum_row, rng)
+                if Z[j, k] == 1 and stamp[j] != mark:
+                    return j
         # Over the dish's rows in the order p_reach was summed, so the pass ends on a
         # target of positive proximity.
         target = rng.random() * p_reach
@@ -324,7 +333,6 @@ def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, 
                 if acc > target:
                     break
         return chosen
-    row_mass = cum_row[N - 1]
     if not exact_not and p_not >= 0.0625 * row_mass:
         for _ in range(64):
             j = draw_link(cum_row, rng)
@@ -345,8 +353,8 @@ def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, 
 
 @njit(cache=True)
 def sweep_connections(
-    X, Z, links, owners, n_features, proximity, cum_proximity, Minv, G, cross, sigma_x,
-    sigma_a, metropolis, rng,
+    X, Z, links, owners, n_features, proximity, proximity_t, cum_proximity, Minv, G, cross,
+    sigma_x, sigma_a, metropolis, rng,
 ):
     """Update every link ``c_ik`` of every owned dish (eq. 33), in place.
 
@@ -356,33 +364,38 @@ def sweep_connections(
     through ``i``, so only two likelihoods are needed. The owner's own link does not
     affect ``Z`` and is drawn from its prior.
 
-    With ``metropolis`` (the default of the solver) each update is a Metropolis step whose
+    With ``metropolis`` each update is a Metropolis step whose
     proposal is a draw from the prior row ``a_i.`` (``O(log N)``): a target on the current
     side leaves ``Z`` unchanged, so it is accepted with no likelihood at all; a target on
     the other side is accepted with probability ``min(1, p(X | z_alt) / p(X | z))``. Its
     target ``p(c_ik | ...) ∝ a_ij p(X | Z(c))`` is the Gibbs conditional's, and only the
     updates that propose a switch pay for a likelihood (and neither side's mass is
-    summed). Without it (Gibbs, as in the seed) both likelihoods are computed for every
-    update and the link is drawn within the side drawn from them:
+    summed). Without it (Gibbs, as in the seed, the solver's default) both likelihoods
+    are computed for every update and the link is drawn within the side drawn from them.
+    The mass of the dish's rows in each customer's prior row, ``reach[i] = sum_j a_ij
+    z_jk``, is computed once per dish (``O(N |z_k|)`` over contiguous rows of
+    ``proximity_t``, the transpose of ``A``) and updated when rows switch (``O(N)`` a
+    row); ``p_reach`` is ``reach[i]`` less the upstream rows' share (they are the dish's
+    rows when ``i`` has it, and none of them otherwise), summed again over the dish's rows
+    if cancellation leaves it below ``1e-9`` of the row's mass:
 
-    No Gibbs update visits all N customers. Per dish the kernel keeps the reverse adjacency of
-    the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
+    No Gibbs update visits all N customers. Per dish the kernel keeps the reverse adjacency
+    of the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
     start). The customers upstream of ``i`` are found by a walk over the customers linking
-    to ``i`` (``O(|upstream|)``), the mass of the reaching side is summed over the dish's
-    rows less the upstream ones (``p_reach``, ``O(|z_k|)``) and the other side's mass is
+    to ``i`` (``O(|upstream|)``), the mass of the reaching side is ``reach[i]`` less the
+    upstream rows' share (``p_reach``, ``O(|upstream|)``) and the other side's mass is
     ``p_not = sum_j a_ij - p_reach`` (recomputed over all rows only if that difference is
     below ``1e-6`` of the row's mass, where it could lose digits; the not-side contains
-    ``i``, ``a_ii = 1 / h_i``). A link on the reaching side is drawn by a pass over the
-    dish's rows; one on the other side by rejection from the whole row (a binary search
-    in ``cum_proximity[i]``, accepted when the target does not reach the owner), with an
-    exact pass over all rows when that side holds less than 1/16 of the row's mass or 64
-    tries fail. The two scores come from ``s = count + r - b^T R b`` and
-    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only
-    when the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the
-    features of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)``
-    with ``n`` the number of nonzero entries of ``delta``. An update costs
-    ``O(|upstream| (K + D) + |z_k| + n^2 + n D + log N)`` when the rows stay, plus
-    ``O(K^2 + K D)`` when they switch.
+    ``i``, ``a_ii = 1 / h_i``). A link on either side is drawn by rejection from the whole
+    row (a binary search in ``cum_proximity[i]``, accepted when the target is on that side),
+    with an exact pass over the side's candidates when the side holds less than 1/16 of the
+    row's mass or 64 tries fail. The two scores come from ``s = count + r - b^T R b`` and
+    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only when
+    the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the features
+    of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)`` with
+    ``n`` the number of nonzero entries of ``delta``. An update costs ``O(|upstream| (K + D)
+    + n^2 + n D + log N)`` when the rows stay (plus a pass over a side's candidates when it
+    is small), and ``O(K^2 + K D + N |upstream|)`` more when they switch.
     """
     N, D = X.shape
     K = n_features
@@ -406,6 +419,7 @@ def sweep_connections(
     upstream = np.empty(N, dtype=np.int64)
     members = np.empty(N, dtype=np.int64)
     where = np.empty(N, dtype=np.int64)
+    reach = np.zeros(N)
     for k in range(K):
         owner = owners[k]
         row = links[k]
@@ -435,6 +449,15 @@ def sweep_connections(
         bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
         score = _score(count + ratio - bRb, u, ratio, sigma_x)
         _build_children(row, owner, head, nxt, prv)
+        if not metropolis:
+            # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
+            # (proximity_t is A transposed: a row of it is a column of A).
+            for i in range(N):
+                reach[i] = 0.0
+            for t in range(n_members):
+                col_m = proximity_t[members[t]]
+                for i in range(N):
+                    reach[i] += col_m[i]
         for i in range(N):
             cum_row = cum_proximity[i]
             if i == owner:
@@ -480,7 +503,15 @@ def sweep_connections(
                 # upstream of i still reach the owner.
                 prox = proximity[i]
                 row_mass = cum_row[N - 1]
-                p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+                # The dish's rows less those upstream of i (all of them are the dish's
+                # rows when i has it; none when it does not); a sum that lost digits to
+                # cancellation is done again over the dish's rows.
+                p_reach = reach[i]
+                if on:
+                    for q in range(n_up):
+                        p_reach -= prox[upstream[q]]
+                if not (p_reach > 1e-9 * row_mass):
+                    p_reach = _reach_mass(prox, members, n_members, stamp, mark)
                 p_not = row_mass - p_reach
                 exact_not = not (p_not >= 1e-6 * row_mass)
                 if exact_not:
@@ -517,6 +548,10 @@ def sweep_connections(
                     m = upstream[q]
                     for d in range(D):
                         zX[d] += sign * X[m, d]
+                    if not metropolis:
+                        col_m = proximity_t[m]
+                        for j in range(N):
+                            reach[j] += sign * col_m[j]
                     Z[m, k] = new_on
                     if new_on == 1:
                         members[n_members] = m
