@@ -170,14 +170,22 @@ def test_sample_draws_rows_near_their_covariates():
     X, _ = time_indexed_blocks()
     model = DistanceDependentIBP(covariate_columns=[0], decay=0.5, n_iter=40,
                                  random_state=0).fit(X)
-    k = int(np.argmax(model.feature_counts_))
-    has = np.flatnonzero(model.Z_[:, k])
-    lacks = np.flatnonzero(model.Z_[:, k] == 0)
-    times = np.repeat([[has[len(has) // 2]], [lacks[len(lacks) // 2]]], 200, axis=0)
+    # A new row at time t has feature k with probability sum_j f(|t - t_j|) z_jk / h:
+    # take the feature and the two training times where that probability differs most.
+    t = X[:, 0]
+    proximity = np.exp(-0.5 * np.abs(t[:, None] - t[None, :]))
+    p = proximity @ model.Z_ / (1.0 + proximity.sum(axis=1))[:, None]
+    k = int(np.argmax(p.max(axis=0) - p.min(axis=0)))
+    hi, lo = int(np.argmax(p[:, k])), int(np.argmin(p[:, k]))
+    assert p[hi, k] - p[lo, k] > 0.5  # features follow time, as the dd-IBP means them to
+    times = np.repeat([[t[hi]], [t[lo]]], 200, axis=0)
     drawn, Z = model.sample(400, covariates=times.astype(float), random_state=1)
     assert drawn.shape == (400, X.shape[1]) and Z.shape == (400, model.n_components_)
     np.testing.assert_array_equal(drawn[:, 0], times[:, 0])
-    assert Z[:200, k].mean() > Z[200:, k].mean() + 0.3
+    # 200 draws each: 4 binomial standard deviations are at most 0.14
+    assert abs(Z[:200, k].mean() - p[hi, k]) < 0.15
+    assert abs(Z[200:, k].mean() - p[lo, k]) < 0.15
+    assert Z[:200, k].mean() > Z[200:, k].mean() + 0.2
     again, _ = model.sample(400, covariates=times.astype(float), random_state=1)
     np.testing.assert_array_equal(drawn, again)
     with pytest.raises(ValueError, match="needs covariates"):
