@@ -71,17 +71,26 @@ for decay in decays:
     dd_errors.append(squared_error(model, X_timed))
     print(f"decay {decay:4}: dd-IBP error {dd_errors[-1]:.3f} with {model.n_components_} "
           "features")
+# The default, decay=None, calibrates the rate so that the prior expects the IBP's number
+# of features (doc: "The defaults"); the rate it chose is decay_.
+default = DistanceDependentIBP(covariate_columns=[0], n_iter=n_iter, random_state=0)
+default.fit(X_timed)
+default_error = squared_error(default, X_timed)
+print(f"default (decay_ = {default.decay_:.3f}): dd-IBP error {default_error:.3f} with "
+      f"{default.n_components_} features")
 print(f"IBP: error {ibp_error:.3f} with {ibp.n_components_} features")
 print(f"noise variance (the floor): {0.5 ** 2:.3f}")
 
 # %%
 # Reconstruction error against the decay rate
 # -------------------------------------------
-# The dashed line is the IBP, which does not depend on the decay. The noise variance,
-# 0.25, is the best any model can do.
+# The dashed line is the IBP, which does not depend on the decay; the star is the
+# calibrated default rate. The noise variance, 0.25, is the best any model can do.
 
 fig, ax = plt.subplots(figsize=(5.5, 3.5))
 ax.plot(decays, dd_errors, "o-", label="dd-IBP")
+ax.plot([default.decay_], [default_error], "*", color="C0", markersize=12,
+        label="dd-IBP, default decay")
 ax.axhline(ibp_error, color="C1", linestyle="--", label="IBP")
 ax.axhline(0.25, color="0.6", linestyle=":", label="noise variance")
 ax.set_xscale("log")

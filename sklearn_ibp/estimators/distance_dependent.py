@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -12,6 +13,7 @@ from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..priors.ddibp import (
     DECAY_FUNCTIONS,
+    calibrate_decay,
     ddibp_log_prob,
     decay_proximity,
     normalized_proximity,
@@ -38,8 +40,12 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     ----------
     alpha : float, default=1.0
         Mass parameter: customer ``i`` owns ``Poisson(alpha / h_i)`` dishes.
-    decay : float, default=1.0
-        Rate ``beta`` of the exponential and logistic decay functions.
+    decay : float or None, default=None
+        Rate ``beta`` of the exponential and logistic decay functions, in inverse units of
+        the distances. None sets it at ``fit`` so that the prior expects the IBP's number
+        of features, ``alpha sum_i 1 / h_i = alpha H_N``
+        (:func:`~sklearn_ibp.priors.ddibp.calibrate_decay`), whatever the covariate's
+        units; the rate used is ``decay_``. A grid search may hold None beside numbers.
     decay_function : {"exponential", "logistic", "window", "constant"} or callable, \
             default="exponential"
         Decay ``f`` mapping a distance to a proximity in ``[0, 1]`` with ``f(0) = 1``.
@@ -57,6 +63,11 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     sequential : bool, default=False
         Customers link only to earlier rows (``d_ij = inf`` for ``j > i``); with a constant
         decay this is the IBP.
+    max_features : int or None, default=None
+        At most this many features: the chain samples the dd-IBP restricted to
+        ``K <= max_features`` (a birth beyond it is rejected). None bounds ``K`` by twice
+        the number of data columns (``max_features_``), as ``n_components`` bounds
+        :class:`~sklearn.mixture.BayesianGaussianMixture`; raise it for more features.
     sigma_x, sigma_a : float or None, default=None
         Noise and feature standard deviations (starting values when sampled); None as in
         :class:`IBPFactorAnalysis`.
@@ -69,36 +80,49 @@ random_state, verbose
     ----------
     components_, n_components_, Z_, feature_counts_, alpha_, sigma_x_, sigma_a_, mean_, \
 samples_, traces_, n_iter_, interrupted_, n_features_in_
-        As in :class:`IBPFactorAnalysis`; ``components_`` spans the data columns only.
+        As in :class:`IBPFactorAnalysis`; ``components_`` spans the data columns only. A
+        fit that ends with no feature warns; ``transform`` then returns an array of shape
+        ``(n_samples, 0)`` and ``inverse_transform`` the column means.
+    decay_ : float or None
+        The decay rate used (``decay``, or the calibrated rate when ``decay`` is None;
+        None for the decays without a rate).
+    max_features_ : int
+        The bound on the number of features used.
     owners_ : ndarray of shape (n_components,)
         Training row that owns each feature of ``Z_``.
     connections_ : ndarray of shape (n_samples, n_components)
         Each training row's link for each feature of ``Z_``.
     """
 
+    # Only the parameters of this class's __init__: a parameter IBPFactorAnalysis gains
+    # is not one of the dd-IBP's until it is added here.
     _parameter_constraints: dict = {
         **{
-            k: v
-            for k, v in IBPFactorAnalysis._parameter_constraints.items()
-            if k not in ("beta", "likelihood", "solver")
+            k: IBPFactorAnalysis._parameter_constraints[k]
+            for k in (
+                "alpha", "sigma_x", "sigma_a", "n_iter", "burn_in", "thin", "n_chains",
+                "n_jobs", "sample_hyperparameters", "warm_start", "random_state", "verbose",
+            )
         },
-        "decay": [Interval(Real, 0, None, closed="neither")],
+        "decay": [Interval(Real, 0, None, closed="neither"), None],
         "decay_function": [StrOptions(set(DECAY_FUNCTIONS)), callable],
         "nu": [Interval(Real, None, None, closed="neither"), None],
         "metric": [str, callable],
         "covariate_columns": ["array-like", None],
         "sequential": ["boolean"],
+        "max_features": [Interval(Integral, 1, None, closed="left"), None],
     }
 
     def __init__(
         self,
         alpha=1.0,
-        decay=1.0,
+        decay=None,
         decay_function="exponential",
         nu=None,
         metric="euclidean",
         covariate_columns=None,
         sequential=False,
+        max_features=None,
         sigma_x=None,
         sigma_a=None,
         n_iter=100,
@@ -118,6 +142,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self.metric = metric
         self.covariate_columns = covariate_columns
         self.sequential = sequential
+        self.max_features = max_features
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
         self.n_iter = n_iter
@@ -208,7 +233,19 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         return pairwise_distances(covariates, self._train_positions, metric=self.metric)
 
     def _proximity(self, distances):
-        return decay_proximity(distances, self.decay_function, self.decay, self.nu)
+        return decay_proximity(distances, self.decay_function, self.decay_, self.nu)
+
+    def _fitted_decay(self, distances):
+        """``decay``, or with ``decay=None`` the rate at which the prior expects the IBP's
+        number of features (:func:`~sklearn_ibp.priors.ddibp.calibrate_decay`)."""
+        if self.decay is not None:
+            return float(self.decay)
+        if self.decay_function not in ("exponential", "logistic"):
+            return None  # no rate: the constant, window and callable decays
+        beta = calibrate_decay(distances, self.decay_function, self.nu)
+        if beta <= 0.0:  # already the IBP's count at rate 0 (sequential distances)
+            return float(np.finfo(float).tiny)
+        return beta
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):
@@ -239,11 +276,16 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         distances = pairwise_distances_for_ddibp(
             positions, metric=self.metric, sequential=self.sequential
         )
+        self.decay_ = self._fitted_decay(distances)
         A, h = normalized_proximity(self._proximity(distances))
         self._train_positions = positions
         mean = np.nanmean(data, axis=0)
         Xc = data - mean
-        hyper = {**self._starting_hyperparameters(Xc), "proximity": A, "h": h}
+        self.max_features_ = (
+            int(self.max_features) if self.max_features is not None else 2 * data.shape[1]
+        )
+        hyper = {**self._starting_hyperparameters(Xc), "proximity": A, "h": h,
+                 "max_features": self.max_features_}
         self._A, self._h = A, h
         solver = self._solver if (self.warm_start and hasattr(self, "_chains")) else (
             self._resolve_solver()
@@ -258,6 +300,17 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         best = self._best_sample()
         self.owners_ = best["owners"]
         self.connections_ = best["connections"]
+        if self.n_components_ == 0:
+            warnings.warn(
+                "DistanceDependentIBP found no feature: the kept sample explains every row "
+                f"as noise (sigma_x_={self.sigma_x_:.3g}), so transform returns an array "
+                f"of shape (n_samples, 0) and inverse_transform the column means. Scale "
+                "the data columns (e.g. StandardScaler before this step), set a smaller "
+                "sigma_x with sample_hyperparameters=False, raise alpha or n_iter, or "
+                "choose another decay.",
+                UserWarning,
+                stacklevel=2,
+            )
         return self
 
     # -- hooks of the sampling loop -------------------------------------------------------

@@ -266,37 +266,136 @@ def _score(s, u, ratio, sigma_x):
 
 
 @njit(cache=True)
+def _switch_score(X, Z, k, n_features, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
+                  ratio, sigma_x, delta, nz, u_alt):
+    """Score of the column with ``z_k`` switched on the upstream rows, and the number of
+    nonzero entries of ``delta`` (their indices in ``nz``).
+
+    ``b`` changes by ``delta = sign * sum_m Z[m, -k]`` and ``z^T X`` by
+    ``sign * sum_m X[m]``, so ``s_alt = count_alt + r - (b + delta)^T R (b + delta)`` and
+    ``u_alt = u + sign * sum_m X[m] - G^T delta``; ``O(|upstream| (K + D) + n^2 + n D)``.
+    """
+    K = n_features
+    D = X.shape[1]
+    n_delta = 0
+    for d in range(D):
+        u_alt[d] = u[d]
+    for q in range(n_up):
+        m = upstream[q]
+        for j in range(K):
+            if Z[m, j] and j != k:
+                if delta[j] == 0.0:
+                    nz[n_delta] = j
+                    n_delta += 1
+                delta[j] += sign
+        for d in range(D):
+            u_alt[d] += sign * X[m, d]
+    dRb = 0.0
+    dRd = 0.0
+    for t in range(n_delta):
+        a = nz[t]
+        da = delta[a]
+        dRb += da * Rb[a]
+        acc = 0.0
+        for q in range(n_delta):
+            acc += R[a, nz[q]] * delta[nz[q]]
+        dRd += da * acc
+        for d in range(D):
+            u_alt[d] -= da * Gk[a, d]
+    return n_delta, _score(count_alt + ratio - (bRb + 2.0 * dRb + dRd), u_alt, ratio, sigma_x)
+
+
+@njit(cache=True)
+def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
+                  p_not, exact_not, rng):
+    """A link target within the chosen side, in proportion to ``a_ij`` (Gibbs updates):
+    by rejection from the whole row when the side holds at least 1/16 of its mass (up to
+    64 tries), else (or when they fail) by a pass over the side's candidates."""
+    N = prox.shape[0]
+    chosen = -1
+    row_mass = cum_row[N - 1]
+    if new_on == 1:
+        if p_reach >= 0.0625 * row_mass:
+            # By rejection from the whole row (O(log N) a try), as for the other side.
+            for _ in range(64):
+                j = draw_link(cum_row, rng)
+                if Z[j, k] == 1 and stamp[j] != mark:
+                    return j
+        # Over the dish's rows in the order p_reach was summed, so the pass ends on a
+        # target of positive proximity.
+        target = rng.random() * p_reach
+        acc = 0.0
+        for t in range(n_members):
+            j = members[t]
+            if stamp[j] != mark:
+                acc += prox[j]
+                chosen = j
+                if acc > target:
+                    break
+        return chosen
+    if not exact_not and p_not >= 0.0625 * row_mass:
+        for _ in range(64):
+            j = draw_link(cum_row, rng)
+            if Z[j, k] == 0 or stamp[j] == mark:
+                return j
+    if not exact_not:
+        p_not = _not_side_mass(prox, Z, k, stamp, mark)
+    target = rng.random() * p_not
+    acc = 0.0
+    for j in range(N):
+        if Z[j, k] == 0 or stamp[j] == mark:
+            acc += prox[j]
+            chosen = j
+            if acc > target:
+                break
+    return chosen
+
+
+@njit(cache=True)
 def sweep_connections(
-    X, Z, links, owners, n_features, proximity, cum_proximity, Minv, G, cross, sigma_x,
-    sigma_a, rng,
+    X, Z, links, owners, n_features, proximity, proximity_t, cum_proximity, Minv, G, cross,
+    sigma_x, sigma_a, metropolis, rng,
 ):
-    """Gibbs-sample every link ``c_ik`` of every owned dish (eq. 33), in place.
+    """Update every link ``c_ik`` of every owned dish (eq. 33), in place.
 
     ``links[k, i]`` is customer ``i``'s link for dish ``k``. Cutting ``i``'s link splits the
     candidates into the customers that still reach the owner and those that do not; the
     choice between the two switches ``z_k`` for ``i`` and every customer whose path runs
-    through ``i``, so only two likelihoods are needed. The link is then drawn within the
-    chosen side in proportion to ``a_ij``. The owner's own link does not affect ``Z`` and
-    is drawn from its prior.
+    through ``i``, so only two likelihoods are needed. The owner's own link does not
+    affect ``Z`` and is drawn from its prior.
 
-    No update visits all N customers. Per dish the kernel keeps the reverse adjacency of
-    the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
+    With ``metropolis`` each update is a Metropolis step whose
+    proposal is a draw from the prior row ``a_i.`` (``O(log N)``): a target on the current
+    side leaves ``Z`` unchanged, so it is accepted with no likelihood at all; a target on
+    the other side is accepted with probability ``min(1, p(X | z_alt) / p(X | z))``. Its
+    target ``p(c_ik | ...) ∝ a_ij p(X | Z(c))`` is the Gibbs conditional's, and only the
+    updates that propose a switch pay for a likelihood (and neither side's mass is
+    summed). Without it (Gibbs, as in the seed, the solver's default) both likelihoods
+    are computed for every update and the link is drawn within the side drawn from them.
+    The mass of the dish's rows in each customer's prior row, ``reach[i] = sum_j a_ij
+    z_jk``, is computed once per dish (``O(N |z_k|)`` over contiguous rows of
+    ``proximity_t``, the transpose of ``A``) and updated when rows switch (``O(N)`` a
+    row); ``p_reach`` is ``reach[i]`` less the upstream rows' share (they are the dish's
+    rows when ``i`` has it, and none of them otherwise), summed again over the dish's rows
+    if cancellation leaves it below ``1e-9`` of the row's mass:
+
+    No Gibbs update visits all N customers. Per dish the kernel keeps the reverse adjacency
+    of the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
     start). The customers upstream of ``i`` are found by a walk over the customers linking
-    to ``i`` (``O(|upstream|)``), the mass of the reaching side is summed over the dish's
-    rows less the upstream ones (``p_reach``, ``O(|z_k|)``) and the other side's mass is
+    to ``i`` (``O(|upstream|)``), the mass of the reaching side is ``reach[i]`` less the
+    upstream rows' share (``p_reach``, ``O(|upstream|)``) and the other side's mass is
     ``p_not = sum_j a_ij - p_reach`` (recomputed over all rows only if that difference is
     below ``1e-6`` of the row's mass, where it could lose digits; the not-side contains
-    ``i``, ``a_ii = 1 / h_i``). A link on the reaching side is drawn by a pass over the
-    dish's rows; one on the other side by rejection from the whole row (a binary search
-    in ``cum_proximity[i]``, accepted when the target does not reach the owner), with an
-    exact pass over all rows when that side holds less than 1/16 of the row's mass or 64
-    tries fail. The two scores come from ``s = count + r - b^T R b`` and
-    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only
-    when the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the
-    features of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)``
-    with ``n`` the number of nonzero entries of ``delta``. An update costs
-    ``O(|upstream| (K + D) + |z_k| + n^2 + n D + log N)`` when the rows stay, plus
-    ``O(K^2 + K D)`` when they switch.
+    ``i``, ``a_ii = 1 / h_i``). A link on either side is drawn by rejection from the whole
+    row (a binary search in ``cum_proximity[i]``, accepted when the target is on that side),
+    with an exact pass over the side's candidates when the side holds less than 1/16 of the
+    row's mass or 64 tries fail. The two scores come from ``s = count + r - b^T R b`` and
+    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only when
+    the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the features
+    of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)`` with
+    ``n`` the number of nonzero entries of ``delta``. An update costs ``O(|upstream| (K + D)
+    + n^2 + n D + log N)`` when the rows stay (plus a pass over a side's candidates when it
+    is small), and ``O(K^2 + K D + N |upstream|)`` more when they switch.
     """
     N, D = X.shape
     K = n_features
@@ -320,6 +419,7 @@ def sweep_connections(
     upstream = np.empty(N, dtype=np.int64)
     members = np.empty(N, dtype=np.int64)
     where = np.empty(N, dtype=np.int64)
+    reach = np.zeros(N)
     for k in range(K):
         owner = owners[k]
         row = links[k]
@@ -349,99 +449,92 @@ def sweep_connections(
         bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
         score = _score(count + ratio - bRb, u, ratio, sigma_x)
         _build_children(row, owner, head, nxt, prv)
+        if not metropolis:
+            # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
+            # (proximity_t is A transposed: a row of it is a column of A).
+            for i in range(N):
+                reach[i] = 0.0
+            for t in range(n_members):
+                col_m = proximity_t[members[t]]
+                for i in range(N):
+                    reach[i] += col_m[i]
         for i in range(N):
             cum_row = cum_proximity[i]
             if i == owner:
                 row[i] = draw_link(cum_row, rng)
                 continue
+            proposal = -1
+            if metropolis and Z[i, k] == 0:
+                # The rows upstream of an off customer are off too, so a proposed target
+                # off the dish keeps every row as it is: accepted with no likelihood and
+                # no walk. (A target on the dish is not upstream of i.)
+                proposal = draw_link(cum_row, rng)
+                if Z[proposal, k] == 0:
+                    old = row[i]
+                    if proposal != old:
+                        _unlink_child(old, i, head, nxt, prv)
+                        _push_child(proposal, i, head, nxt, prv)
+                        row[i] = proposal
+                    continue
             # Customers whose path runs through i, with i's link cut (stamp == mark).
             mark += 1
             n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
-            # After the cut, exactly the rows that had the dish and are not upstream of i
-            # still reach the owner.
-            prox = proximity[i]
-            row_mass = cum_row[N - 1]
-            p_reach = _reach_mass(prox, members, n_members, stamp, mark)
-            p_not = row_mass - p_reach
-            exact_not = not (p_not >= 1e-6 * row_mass)
-            if exact_not:
-                p_not = _not_side_mass(prox, Z, k, stamp, mark)
-            # The other column switches z_k on the upstream rows: b changes by
-            # delta = sign * sum_m Z[m, -k] and z^T X by sign * sum_m X[m], so
-            # s_alt = count_alt + r - (b + delta)^T R (b + delta) and
-            # u_alt = u + sign * sum_m X[m] - G^T delta.
             on = Z[i, k]
             sign = -1.0 if on else 1.0
             count_alt = count + sign * n_up
             n_delta = 0
-            for d in range(D):
-                u_alt[d] = u[d]
-            for q in range(n_up):
-                m = upstream[q]
-                for j in range(K):
-                    if Z[m, j] and j != k:
-                        if delta[j] == 0.0:
-                            nz[n_delta] = j
-                            n_delta += 1
-                        delta[j] += sign
-                for d in range(D):
-                    u_alt[d] += sign * X[m, d]
-            dRb = 0.0
-            dRd = 0.0
-            for t in range(n_delta):
-                a = nz[t]
-                da = delta[a]
-                dRb += da * Rb[a]
-                acc = 0.0
-                for q in range(n_delta):
-                    acc += R[a, nz[q]] * delta[nz[q]]
-                dRd += da * acc
-                for d in range(D):
-                    u_alt[d] -= da * Gk[a, d]
-            score_alt = _score(
-                count_alt + ratio - (bRb + 2.0 * dRb + dRd), u_alt, ratio, sigma_x
-            )
-            if on:
-                log_on, log_off = score, score_alt
+            score_alt = 0.0
+            if metropolis:
+                # Metropolis with the prior row as proposal: a target on the current side
+                # leaves z_k as it is and is accepted without any likelihood; one on the
+                # other side is accepted with the likelihood ratio.
+                chosen = proposal if proposal >= 0 else draw_link(cum_row, rng)
+                new_on = 1 if (Z[chosen, k] == 1 and stamp[chosen] != mark) else 0
+                if new_on != on:
+                    n_delta, score_alt = _switch_score(
+                        X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
+                        ratio, sigma_x, delta, nz, u_alt,
+                    )
+                    if math.log(rng.random()) >= score_alt - score:
+                        new_on = on  # rejected: the link stays as it was
+                        chosen = row[i]
             else:
-                log_on, log_off = score_alt, score
-            w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
-            w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
-            best = max(w_on, w_off)
-            p_on = math.exp(w_on - best) / (math.exp(w_on - best) + math.exp(w_off - best))
-            new_on = 1 if rng.random() < p_on else 0
-            # The link itself, within the chosen side, in proportion to a_ij.
-            chosen = -1
-            if new_on == 1:
-                # Over the dish's rows in the order p_reach was summed, so the pass ends
-                # on a target of positive proximity.
-                target = rng.random() * p_reach
-                acc = 0.0
-                for t in range(n_members):
-                    j = members[t]
-                    if stamp[j] != mark:
-                        acc += prox[j]
-                        chosen = j
-                        if acc > target:
-                            break
-            else:
-                if not exact_not and p_not >= 0.0625 * row_mass:
-                    for _ in range(64):
-                        j = draw_link(cum_row, rng)
-                        if Z[j, k] == 0 or stamp[j] == mark:
-                            chosen = j
-                            break
-                if chosen < 0:
-                    if not exact_not:
-                        p_not = _not_side_mass(prox, Z, k, stamp, mark)
-                    target = rng.random() * p_not
-                    acc = 0.0
-                    for j in range(N):
-                        if Z[j, k] == 0 or stamp[j] == mark:
-                            acc += prox[j]
-                            chosen = j
-                            if acc > target:
-                                break
+                # Gibbs: after the cut, exactly the rows that had the dish and are not
+                # upstream of i still reach the owner.
+                prox = proximity[i]
+                row_mass = cum_row[N - 1]
+                # The dish's rows less those upstream of i (all of them are the dish's
+                # rows when i has it; none when it does not); a sum that lost digits to
+                # cancellation is done again over the dish's rows.
+                p_reach = reach[i]
+                if on:
+                    for q in range(n_up):
+                        p_reach -= prox[upstream[q]]
+                if not (p_reach > 1e-9 * row_mass):
+                    p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+                p_not = row_mass - p_reach
+                exact_not = not (p_not >= 1e-6 * row_mass)
+                if exact_not:
+                    p_not = _not_side_mass(prox, Z, k, stamp, mark)
+                n_delta, score_alt = _switch_score(
+                    X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt, ratio,
+                    sigma_x, delta, nz, u_alt,
+                )
+                if on:
+                    log_on, log_off = score, score_alt
+                else:
+                    log_on, log_off = score_alt, score
+                w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
+                w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
+                best = max(w_on, w_off)
+                e_on = math.exp(w_on - best)
+                p_on = e_on / (e_on + math.exp(w_off - best))
+                new_on = 1 if rng.random() < p_on else 0
+                # The link itself, within the chosen side, in proportion to a_ij.
+                chosen = _draw_on_side(
+                    new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
+                    p_not, exact_not, rng,
+                )
             old = row[i]
             if chosen != old:
                 _unlink_child(old, i, head, nxt, prv)
@@ -455,6 +548,10 @@ def sweep_connections(
                     m = upstream[q]
                     for d in range(D):
                         zX[d] += sign * X[m, d]
+                    if not metropolis:
+                        col_m = proximity_t[m]
+                        for j in range(N):
+                            reach[j] += sign * col_m[j]
                     Z[m, k] = new_on
                     if new_on == 1:
                         members[n_members] = m
@@ -508,16 +605,25 @@ def _log_proposal_ratio(links_row, owner, log_no_link, weight):
 @njit(cache=True)
 def sweep_ownership(
     X, Z, links, owners, n_features, cum_proximity, log_no_link, mu, Minv, G, cross,
-    sigma_x, sigma_a, start, rng,
+    sigma_x, sigma_a, own_weight, max_features, start, rng,
 ):
     """Birth and death of the dishes each customer owns (Metropolis-Hastings, eq. 34).
 
     Customer ``i`` owns ``lambda_i ~ Poisson(mu_i)`` dishes, ``mu_i = alpha / h_i``. With
-    probability 1/2 a new dish is proposed, its links drawn from the prior or, half of the
-    time when possible, from the prior conditioned on nobody linking to ``i`` (so only
-    ``i`` has it; ``log_no_link[i] = log P(no customer links to i)``); otherwise one of
-    ``i``'s dishes, chosen uniformly, is proposed for removal. The acceptance ratio of a
-    birth is ``mu_i / (lambda_i + 1) * p(links) / q(links)`` times the likelihood ratio.
+    probability 1/2 a new dish is proposed, its links drawn from the prior or, with
+    probability ``own_weight`` when possible, from the prior conditioned on nobody linking
+    to ``i`` (so only ``i`` has it; ``log_no_link[i] = log P(no customer links to i)``);
+    otherwise one of ``i``'s dishes, chosen uniformly, is proposed for removal. The
+    acceptance ratio of a birth is ``mu_i / (lambda_i + 1) * p(links) / q(links)`` times
+    the likelihood ratio.
+
+    A dish of ``i`` alone has the column ``e_i`` whatever its links, and ``q / p`` is the
+    same for all links that avoid ``i``: such a proposal is accepted or rejected from
+    ``e_i`` alone and its ``N`` links are drawn only when it is accepted. A prior-drawn
+    dish needs all ``N`` links and their reachability (``O(N log N)``).
+
+    With ``K = max_features`` dishes a birth is rejected outright: the chain then samples
+    the dd-IBP conditioned on at most ``max_features`` dishes.
 
     Customers ``start, start + 1, ...`` are visited; the kernel returns
     ``(n_features, next_customer)`` and stops early, before drawing anything for that
@@ -529,6 +635,7 @@ def sweep_ownership(
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
     new_links = np.empty(N, dtype=np.int64)
+    z = np.zeros(N, dtype=np.bool_)
     b = np.zeros(cap)
     zX = np.empty(D)
     col = np.empty(cap)
@@ -539,34 +646,50 @@ def sweep_ownership(
         for k in range(K):
             if owners[k] == i:
                 lam += 1
-        weight = 0.5 if np.isfinite(log_no_link[i]) else 0.0
+        weight = own_weight if np.isfinite(log_no_link[i]) else 0.0
         if rng.random() < 0.5:
+            if K >= max_features:
+                continue  # the prior is truncated to max_features dishes: rejected
             avoid = weight > 0.0 and rng.random() < weight
-            _draw_dish_links(cum_proximity, i, avoid, rng, new_links)
-            z = compute_reachability(new_links, i)
-            count = 0.0
             for j in range(K):
                 b[j] = 0.0
             for d in range(D):
                 zX[d] = 0.0
-            for m in range(N):
-                if z[m]:
-                    count += 1.0
-                    for j in range(K):
-                        b[j] += Z[m, j]
-                    for d in range(D):
-                        zX[d] += X[m, d]
+            if avoid:
+                # z = e_i: the links are drawn below, only if the dish is accepted.
+                count = 1.0
+                for j in range(K):
+                    b[j] = Z[i, j]
+                for d in range(D):
+                    zX[d] = X[i, d]
+                log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+            else:
+                _draw_dish_links(cum_proximity, i, False, rng, new_links)
+                z = compute_reachability(new_links, i)
+                count = 0.0
+                for m in range(N):
+                    if z[m]:
+                        count += 1.0
+                        for j in range(K):
+                            b[j] += Z[m, j]
+                        for d in range(D):
+                            zX[d] += X[m, d]
+                log_ratio = _log_proposal_ratio(new_links, i, log_no_link[i], weight)
             delta = _column_score(count, b, zX, Minv, G, K, ratio, sigma_x) + column_offset
-            log_accept = (
-                delta + math.log(mu[i]) - math.log(lam + 1.0)
-                - _log_proposal_ratio(new_links, i, log_no_link[i], weight)
-            )
+            log_accept = delta + math.log(mu[i]) - math.log(lam + 1.0) - log_ratio
             if math.log(rng.random()) < log_accept:
                 b[K] = 0.0
                 _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
-                for m in range(N):
-                    Z[m, K] = 1 if z[m] else 0
-                    links[K, m] = new_links[m]
+                if avoid:
+                    _draw_dish_links(cum_proximity, i, True, rng, new_links)
+                    for m in range(N):
+                        Z[m, K] = 0
+                        links[K, m] = new_links[m]
+                    Z[i, K] = 1
+                else:
+                    for m in range(N):
+                        Z[m, K] = 1 if z[m] else 0
+                        links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1
         else:

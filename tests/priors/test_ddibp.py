@@ -318,3 +318,32 @@ def test_bad_arguments():
         sample_ddibp(decay_proximity(D, "constant"), alpha=0.0)
     with pytest.raises(ValueError, match="positive sum"):
         normalized_proximity(np.zeros((2, 2)))
+
+
+def test_calibrated_decay_expects_the_ibp_feature_count_in_any_unit():
+    from sklearn_ibp.priors.ddibp import calibrate_decay, expected_feature_factor
+
+    rng = np.random.default_rng(0)
+    t = np.sort(rng.uniform(0, 50, size=80))
+    harmonic = np.sum(1.0 / np.arange(1, 81))
+    rates = []
+    for scale in (1.0, 1e-3, 1e3):
+        D = pairwise_distances_for_ddibp(t * scale)
+        beta = calibrate_decay(D)
+        factor = expected_feature_factor(decay_proximity(D, "exponential", beta))
+        assert factor == pytest.approx(harmonic, rel=1e-3)
+        rates.append(beta * scale)
+    np.testing.assert_allclose(rates, rates[0], rtol=1e-3)  # a rate per unit of t
+    # the logistic decay (rate for a given offset) and a target of one's choice
+    D = pairwise_distances_for_ddibp(t)
+    beta = calibrate_decay(D, "logistic", nu=2.0, target=10.0)
+    assert expected_feature_factor(decay_proximity(D, "logistic", beta, 2.0)) == (
+        pytest.approx(10.0, rel=1e-3))
+    # sequential distances are the IBP at rate 0: nothing to calibrate
+    assert calibrate_decay(pairwise_distances_for_ddibp(t, sequential=True)) == 0.0
+    with pytest.raises(ValueError, match="rate to calibrate"):
+        calibrate_decay(D, "window", nu=1.0)
+    # the sum the calibration solves for: H_N for the IBP, 1 for the constant decay
+    P = decay_proximity(pairwise_distances_for_ddibp(t, sequential=True), "constant")
+    assert expected_feature_factor(P) == pytest.approx(harmonic, rel=1e-12)
+    assert expected_feature_factor(np.ones((80, 80))) == pytest.approx(1.0, rel=1e-12)

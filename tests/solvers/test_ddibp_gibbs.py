@@ -28,9 +28,9 @@ def exponential_proximity(x, decay=1.0, sequential=False):
     return P, A, h
 
 
-def run_chain(X, A, h, alpha, n_sweeps, thin, seed, sigma_x=1.0, sigma_a=1.0):
+def run_chain(X, A, h, alpha, n_sweeps, thin, seed, sigma_x=1.0, sigma_a=1.0, **solver_params):
     rng = np.random.default_rng(seed)
-    solver = DistanceDependentGibbs()
+    solver = DistanceDependentGibbs(**solver_params)
     hyper = dict(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, proximity=A, h=h)
     state = solver.initialize(X, None, hyper, rng)
     out = []
@@ -41,13 +41,15 @@ def run_chain(X, A, h, alpha, n_sweeps, thin, seed, sigma_x=1.0, sigma_a=1.0):
     return out
 
 
-def test_flat_likelihood_reproduces_the_prior():
+@pytest.mark.parametrize("link_update", ["gibbs", "metropolis"])
+def test_flat_likelihood_reproduces_the_prior(link_update):
     x = [0.0, 0.5, 1.5, 3.0, 3.2, 5.0]
     P, A, h = exponential_proximity(x)
     alpha = 2.0
     rng = np.random.default_rng(0)
     prior_ones = np.array([sample_ddibp(P, alpha, rng)[0].sum() for _ in range(20000)])
-    draws = run_chain(np.zeros((6, 0)), A, h, alpha, n_sweeps=12000, thin=2, seed=1)[200:]
+    draws = run_chain(np.zeros((6, 0)), A, h, alpha, n_sweeps=12000, thin=2, seed=1,
+                      link_update=link_update)[200:]
     ks = np.array([z.shape[1] for z in draws])
     ones = np.array([z.sum() for z in draws])
     rate = alpha * np.sum(1.0 / h)  # K ~ Poisson(alpha sum_i 1/h_i) under the prior
@@ -122,7 +124,12 @@ def enumerate_ddibp_posterior(X, P_norm, h, alpha, sigma_x, sigma_a, max_feature
     return dict(zip(keys, np.exp(values - logsumexp(values)), strict=True))
 
 
-def test_exact_posterior_on_four_rows():
+@pytest.mark.parametrize(
+    "solver_params",
+    [{}, {"link_update": "metropolis", "own_weight": 0.5}],
+    ids=["gibbs-links", "metropolis-links"],
+)
+def test_exact_posterior_on_four_rows(solver_params):
     rng = np.random.default_rng(3)
     x = [0.0, 0.3, 2.0, 2.4]
     _, A, h = exponential_proximity(x, decay=1.0)
@@ -134,7 +141,7 @@ def test_exact_posterior_on_four_rows():
     posterior = enumerate_ddibp_posterior(X, A, h, alpha, sigma_x, sigma_a, max_features=4)
     # Ownership moves are Metropolis proposals from the prior: thin generously.
     draws = run_chain(X, A, h, alpha, n_sweeps=40000, thin=20, seed=4, sigma_x=sigma_x,
-                      sigma_a=sigma_a)[20:]
+                      sigma_a=sigma_a, **solver_params)[20:]
     keys = [history_key(z) for z in draws]
     _, dof, p_value, counts, expected = chi_square_against(posterior, keys)
     assert dof >= 8
@@ -236,7 +243,8 @@ def test_upstream_walk_and_side_masses_match_reachability():
     assert n_cycle_cases > 100 and n_owner_cycles > 100
 
 
-def test_link_sweep_keeps_z_and_the_statistics_consistent():
+@pytest.mark.parametrize("metropolis", [True, False])
+def test_link_sweep_keeps_z_and_the_statistics_consistent(metropolis):
     # After a sweep of the link kernel alone, Z is the reachability of the links and the
     # statistics it updated in place agree with a recomputation.
     from sklearn_ibp.solvers._ddibp_kernels import sweep_connections
@@ -253,8 +261,8 @@ def test_link_sweep_keeps_z_and_the_statistics_consistent():
     for _ in range(5):
         sweep_connections(
             state.X, state.Z, st["links"], st["owners"], state.n_features,
-            st["proximity"], st["cum_proximity"], st["Minv"], st["G"], st["cross"],
-            state.sigma_x, state.sigma_a, rng,
+            st["proximity"], st["proximity_t"], st["cum_proximity"], st["Minv"], st["G"],
+            st["cross"], state.sigma_x, state.sigma_a, metropolis, rng,
         )
         K = state.n_features
         for k in range(K):
