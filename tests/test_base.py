@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
-from sklearn_ibp.base import TRACE_NAMES, SamplingInterruptedWarning
+from sklearn_ibp.base import TRACE_NAMES, NoFeaturesWarning, SamplingInterruptedWarning
 from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
 from sklearn_ibp.priors.ibp import ibp_log_prob
 from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
@@ -249,7 +249,9 @@ def test_default_noise_levels_follow_the_data_scale(small_data):
     b = _model(n_iter=3, sample_hyperparameters=False).fit(scaled)
     assert b.sigma_x_ == pytest.approx(100.0 * a.sigma_x_, rel=1e-12)
     assert b.sigma_a_ == pytest.approx(100.0 * a.sigma_a_, rel=1e-12)
-    s = np.std(np.asarray(small_data) - np.mean(small_data, axis=0))
+    # The data are modelled as given (not centred): s is the standard deviation of all
+    # the entries of X.
+    s = np.std(np.asarray(small_data))
     assert a.sigma_x_ == pytest.approx(0.25 * s) and a.sigma_a_ == pytest.approx(0.75 * s)
 
 
@@ -262,9 +264,15 @@ def test_sampled_noise_level_starts_at_the_data_scale(small_data):
     assert 0.6 * s < first < 1.4 * s
 
 
-def test_no_warnings_on_a_plain_fit(small_data):
+def test_no_warnings_on_a_plain_fit(small_data, block_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = _model().fit(small_data)
+        # Pure noise has no features, and the fit says so (NoFeaturesWarning) ...
+        with pytest.warns(NoFeaturesWarning):
+            _model().fit(small_data)
+        # ... any other warning is an error.
+        model = _model().fit(block_data)
+        assert model.n_components_ > 0
+        small_data = block_data
         model.transform(small_data)
         model.score(small_data)

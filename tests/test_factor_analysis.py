@@ -12,6 +12,7 @@ from sklearn.pipeline import Pipeline
 from sklearn.preprocessing import StandardScaler
 
 from sklearn_ibp import IBPFactorAnalysis
+from sklearn_ibp.base import NoFeaturesWarning
 from sklearn_ibp.estimators import factor_analysis
 from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
 
@@ -336,8 +337,11 @@ def test_get_feature_names_out(fitted):
 # -- no features -----------------------------------------------------------------------
 @pytest.mark.parametrize("solver", SOLVER_NAMES)
 def test_zero_fitted_features_is_a_usable_model(block_data, solver):
-    # Features cannot pay for themselves: tiny alpha, huge noise, tiny feature scale.
-    model = _fit(block_data, solver=solver, alpha=1e-10, sigma_x=100.0, sigma_a=0.01)
+    # Features cannot pay for themselves: tiny alpha, huge noise, tiny feature scale,
+    # held fixed. The fit warns, saying what to do.
+    with pytest.warns(NoFeaturesWarning, match="no features.*StandardScaler"):
+        model = _fit(block_data, solver=solver, alpha=1e-10, sigma_x=100.0, sigma_a=0.01,
+                     sample_hyperparameters=False)
     assert model.n_components_ == 0
     assert model.transform(block_data).shape == (block_data.shape[0], 0)
     assert np.all(np.isfinite(model.score_samples(block_data)))
