@@ -218,7 +218,9 @@ def _block_split():
 
 
 _HELD_OUT_SOLVERS = {
-    "serial": lambda: "accelerated",
+    # The serial Algorithm 1 that the shards parallelise (the default solver's split-merge
+    # and complement moves, issue 20, have no data-parallel counterpart).
+    "serial": lambda: AcceleratedGibbs(split_merge=0, complement=False),
     "parallel": lambda: ParallelAccelerated(n_shards=4),
     "asynchronous": lambda: ParallelAccelerated(n_shards=4, mode="asynchronous"),
 }
