@@ -74,17 +74,17 @@ print(f"images that have each feature: {model.feature_counts_}")
 # Match the inferred features to the true shapes
 # ----------------------------------------------
 # ``model.components_`` holds the posterior mean of the features for the kept sample with
-# the highest log joint probability. The model subtracts the column means of ``X`` before
-# fitting. That is why one feature is usually on in (almost) every image: it is an offset
-# that restores the level of each pixel. Centring also lets the model represent a shape
-# by its *negative*: a feature that is on in the images that *lack* the shape, together
-# with an offset that contains the shape. Such a feature has a correlation close to -1
-# with the shape. So we match each true shape to the inferred feature with the largest
-# absolute correlation.
+# the highest log joint probability. The model takes the images as they are (zero is the
+# absence of every shape; it does not centre the columns), so each shape comes out as
+# itself: representing it by its negative, on in the images that lack it, would need an
+# extra always-on feature holding the shape, which the prior penalises. (Until issue 20
+# the columns were centred, the two representations fitted equally well, and about half
+# the shapes came out inverted.) We match each true shape to the inferred feature with
+# the largest correlation.
 
 components = model.components_
 correlation = np.corrcoef(A, components)[: len(A), len(A) :]  # (true shape, feature)
-match = np.abs(correlation).argmax(axis=1)
+match = correlation.argmax(axis=1)
 for k, j in enumerate(match):
     print(
         f"true shape {k}: feature {j} (in {model.feature_counts_[j]} images), "
@@ -98,13 +98,9 @@ for j in others:
 # True and inferred features
 # --------------------------
 # The top row shows the true shapes. The middle row shows the feature matched to each
-# shape, with its correlation (a negative correlation means the negative of the shape).
-# The bottom row shows the other features, most often used first: the offset, and any
-# small features the sample carries. The offset contains, with a factor of about one
-# half, the shapes the model represents by their negatives (in red) and minus the shapes
-# it represents directly (in blue): with centred data, an image that has a shape with
-# probability 0.5 sits half a shape above or below the mean. Red is positive and blue
-# negative, on one colour scale for all panels.
+# shape, with its correlation. The bottom row shows the other features, most often used
+# first: small features the sample carries beside the four shapes, if any. Red is
+# positive and blue negative, on one colour scale for all panels.
 
 limit = max(np.abs(components).max(), 1.0)
 n_cols = max(len(A), len(others))
@@ -140,10 +136,8 @@ fig.tight_layout()
 # ``model.Z_`` is the binary matrix of the kept sample with the highest log joint
 # probability: one row per image, one column per feature. Left, the true assignments of
 # the first 40 images; right, the inferred ones, with the columns matched to the true
-# shapes first, in the same order, and then the other features. A column matched with a
-# negative correlation holds the *complement* of the true column: the feature is on in
-# the images that lack the shape. We count how many entries agree with the truth after
-# taking that complement.
+# shapes first, in the same order, and then the other features. We count how many
+# entries of each matched column agree with the truth.
 
 n_show = 40
 columns = list(match) + others
@@ -178,8 +172,9 @@ fig.tight_layout()
 # ``(n_chains, n_iter)``; :func:`~sklearn_ibp.diagnostics.plot_traces` draws them, one
 # line per chain, with a dashed line at the end of the burn-in. ``sigma_x`` falls from its
 # starting value of 1.0 to about the true noise level (grey) within the first 20 or so
-# sweeps. K settles a little above 5 (four shapes and the offset): the chains keep
-# proposing small extra features, used by a few images, that come and go.
+# sweeps. K settles a little above 4 (the four shapes, with no offset now that the
+# images are not centred): the chains keep proposing small extra features, used by a few
+# images, that come and go.
 
 axes = plot_traces(model, names=["log_joint", "n_features", "sigma_x", "alpha"])
 axes[2].axhline(0.5, color="gray", lw=0.8)
@@ -193,7 +188,7 @@ axes[0].figure.suptitle("Traces of the two chains")
 # across the chains and the hairiness index (see :doc:`/diagnostics`). ``sigma_x`` and
 # ``alpha`` mix well: hundreds of effective draws and R-hat close to 1. K, the log joint
 # and ``sigma_a`` (the scale of the features, which moves with the features there are) do
-# not: an ESS of about ten and R-hat well above 1.01 say the two chains spend the kept
+# not: an ESS of a few and R-hat well above 1.01 say the two chains spend the kept
 # sweeps with different numbers of small extra features, and a sweep's K is much like
 # the previous one's. Both chains found the four shapes; the diagnostics say
 # that the posterior over the extra features is not yet well explored, and that more

@@ -16,6 +16,7 @@ from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
+from scipy.stats import poisson
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
@@ -23,8 +24,8 @@ from threadpoolctl import threadpool_limits
 
 from .priors.ibp import harmonic_rate, ibp_log_prob
 
-__all__ = ["BaseIBPSampler", "SamplingInterruptedWarning", "SamplingStoppedError",
-           "TRACE_NAMES"]
+__all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
+           "SamplingStoppedError", "TRACE_NAMES"]
 
 #: The scalar traces recorded at every iteration of every chain.
 TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
@@ -32,6 +33,27 @@ TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
 class SamplingInterruptedWarning(UserWarning):
     """Warns that a fit was interrupted and kept only the samples drawn so far."""
+
+
+class NoFeaturesWarning(UserWarning):
+    """Warns that a latent feature fit ended with no feature at all.
+
+    ``transform`` then returns an array with no column, which the next step of a
+    ``Pipeline`` cannot use.
+    """
+
+
+def warn_no_features(estimator, sigma_x) -> None:
+    """Warn, saying what to do, that ``estimator``'s fit kept no feature."""
+    noise = "" if sigma_x is None else f" (noise level sigma_x_={sigma_x:.3g})"
+    warnings.warn(
+        f"{type(estimator).__name__} ended its fit with no features: every row is explained "
+        f"as noise{noise}, and transform returns an array of shape (n_samples, 0). Try "
+        "standardising X (e.g. StandardScaler), a smaller fixed sigma_x or a larger alpha, "
+        "or more iterations (n_iter).",
+        NoFeaturesWarning,
+        stacklevel=3,
+    )
 
 
 class SamplingStoppedError(RuntimeError):
@@ -301,19 +323,32 @@ class BaseIBPSampler(BaseEstimator):
         N, D = state.X.shape
         K = state.n_features
         if self.sample_hyperparameters:
-            # Seed 000 sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions.
+            # Seed 000 sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions, the
+            # precisions' in units of the data: Gamma(1, v) with v the mean square of the
+            # modelled data (1 until a fit sets it), so that a fit does not depend on the
+            # units of X (see _prior_variance).
+            v = self._precision_prior_rate()
             rate = (
                 solver.alpha_rate(state) if hasattr(solver, "alpha_rate")
                 else harmonic_rate(N, state.beta)
             )
             alpha = rng.gamma(1.0 + K, 1.0 / (1.0 + rate))
+            bound = getattr(state, "stats", {}).get("max_features")
+            if bound is not None:
+                # Under the IBP truncated to at most ``bound`` features, p(Z | alpha)
+                # gains the factor 1 / P(Poisson(alpha rate) <= bound): an independence
+                # Metropolis-Hastings step with the untruncated conditional as proposal.
+                log_ratio = (poisson.logcdf(bound, state.alpha * rate)
+                             - poisson.logcdf(bound, alpha * rate))
+                if np.log(rng.random()) >= log_ratio:
+                    alpha = state.alpha
             if hasattr(solver, "residual_sum_of_squares"):
                 # A data-parallel solver sums it over its shards.
                 rss = solver.residual_sum_of_squares(state, A)
             else:
                 rss = np.sum((state.X - Z @ A) ** 2)
-            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (1.0 + 0.5 * rss))
-            precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (1.0 + 0.5 * np.sum(A**2)))
+            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (v + 0.5 * rss))
+            precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (v + 0.5 * np.sum(A**2)))
             solver.set_hyperparameters(
                 state, alpha, 1.0 / np.sqrt(precision_x), 1.0 / np.sqrt(precision_a)
             )
@@ -324,6 +359,19 @@ class BaseIBPSampler(BaseEstimator):
             draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
             X[missing] = draw[missing]
             solver.set_data(state, X)
+
+    def _precision_prior_rate(self) -> float:
+        """Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and ``1 / sigma_a^2``.
+
+        A fit sets ``_prior_variance`` to the mean square of the data it models, so the
+        priors have mean precision ``1 / v``: Gamma(1, 1) in the data's own units. Scaling
+        ``X`` by ``c`` scales ``v``, the residuals and ``A`` by ``c^2``, and every draw of
+        ``sigma_x`` and ``sigma_a`` by ``c``: the posterior over ``Z`` does not change.
+        With Gamma(1, 1) in absolute units, data with standard deviation 0.05 met a noise
+        prior of mean 1, which explained everything as noise (no features at all).
+        Unset (an estimator used outside ``fit``) it is 1, the prior of seed 000 sec. 5.1.
+        """
+        return float(getattr(self, "_prior_variance", 1.0))
 
     # The scalar traces of every iteration: names, and their values for a state.
     _trace_names = TRACE_NAMES

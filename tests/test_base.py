@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
-from sklearn_ibp.base import TRACE_NAMES, SamplingInterruptedWarning
+from sklearn_ibp.base import TRACE_NAMES, NoFeaturesWarning, SamplingInterruptedWarning
 from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
 from sklearn_ibp.priors.ibp import ibp_log_prob
 from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
@@ -249,7 +249,9 @@ def test_default_noise_levels_follow_the_data_scale(small_data):
     b = _model(n_iter=3, sample_hyperparameters=False).fit(scaled)
     assert b.sigma_x_ == pytest.approx(100.0 * a.sigma_x_, rel=1e-12)
     assert b.sigma_a_ == pytest.approx(100.0 * a.sigma_a_, rel=1e-12)
-    s = np.std(np.asarray(small_data) - np.mean(small_data, axis=0))
+    # The data are modelled as given (not centred): s is the standard deviation of all
+    # the entries of X.
+    s = np.std(np.asarray(small_data))
     assert a.sigma_x_ == pytest.approx(0.25 * s) and a.sigma_a_ == pytest.approx(0.75 * s)
 
 
@@ -262,9 +264,61 @@ def test_sampled_noise_level_starts_at_the_data_scale(small_data):
     assert 0.6 * s < first < 1.4 * s
 
 
-def test_no_warnings_on_a_plain_fit(small_data):
+def test_no_warnings_on_a_plain_fit(small_data, block_data):
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        model = _model().fit(small_data)
+        # Pure noise has no features, and the fit says so (NoFeaturesWarning) ...
+        with pytest.warns(NoFeaturesWarning):
+            _model().fit(small_data)
+        # ... any other warning is an error.
+        model = _model().fit(block_data)
+        assert model.n_components_ > 0
+        small_data = block_data
         model.transform(small_data)
         model.score(small_data)
+
+
+def test_bounded_alpha_update_recovers_the_prior():
+    """Geweke's successive-conditional test of the sampling step under ``max_features``.
+
+    Alternate X ~ p(X | Z, sigma_x, sigma_a) (fresh A from its prior) with one step of
+    the bounded accelerated sampler and the estimator's hyperparameter updates. The prior
+    is alpha ~ Gamma(1, 1), Z | alpha the IBP truncated to K <= 3: alpha keeps mean 1 and
+    K the mean of the truncated Poisson(alpha H_N) averaged over alpha. Without the
+    Metropolis-Hastings correction of alpha's update (the truncated prior's normaliser)
+    the mean of alpha is 0.58 (standard error 0.01) and the test fails.
+    """
+    from scipy.stats import poisson
+
+    from sklearn_ibp.priors.ibp import harmonic_rate, sample_ibp
+    from tests.solvers.test_prior_recovery import batch_means_se
+
+    n_rows, n_dims, n_steps, bound = 6, 2, 12000, 3
+    rng = np.random.default_rng(1)
+    estimator = IBPFactorAnalysis(sample_hyperparameters=True)
+    solver = AcceleratedGibbs()
+    alpha = rng.gamma(1.0)
+    Z = sample_ibp(n_rows, alpha, random_state=rng)
+    while Z.shape[1] > bound:
+        Z = sample_ibp(n_rows, alpha, random_state=rng)
+    hyper = dict(alpha=alpha, beta=1.0, sigma_x=1.0, sigma_a=1.0, max_features=bound)
+    state = solver.initialize(np.zeros((n_rows, n_dims)), Z, hyper, rng)
+    draws = np.empty((n_steps, 2))
+    for step in range(n_steps):
+        Zf = state.active_Z.astype(float)
+        A = state.sigma_a * rng.standard_normal((state.n_features, n_dims))
+        solver.set_data(state, Zf @ A + state.sigma_x * rng.standard_normal((n_rows, n_dims)))
+        estimator._iterate(solver, state, rng, missing=None)
+        draws[step] = (state.alpha, state.n_features)
+    draws = draws[500:]
+    assert draws[:, 1].max() <= bound
+    mean, se = draws[:, 0].mean(), batch_means_se(draws[:, 0])
+    assert abs(mean - 1.0) < 4 * se and se < 0.1, (mean, se)
+    # E[K] under the prior: the truncated Poisson mean averaged over alpha ~ Gamma(1, 1).
+    grid = np.linspace(1e-4, 25.0, 5001)
+    ks = np.arange(bound + 1)
+    pmf = poisson.pmf(ks[None, :], grid[:, None] * harmonic_rate(n_rows))
+    truncated_mean = (pmf @ ks) / pmf.sum(axis=1)
+    expected_k = np.trapezoid(truncated_mean * np.exp(-grid), grid)
+    k_mean, k_se = draws[:, 1].mean(), batch_means_se(draws[:, 1])
+    assert abs(k_mean - expected_k) < 4 * k_se, (k_mean, expected_k, k_se)

@@ -114,12 +114,20 @@ def test_recovers_real_weighted_blocks_and_beats_binary_weights(seed):
     """Scratch runs, seeds 0-3: the weighted model found K = 4-5 features each within
     correlation 0.993 of a true shape and held-out mean squared error 0.082-0.087 (noise
     variance 0.09); the binary model needed 16-20 features, correlation 0.83-0.99, error
-    0.106-0.126."""
+    0.106-0.126.
+
+    One chain of 200 sweeps finds all four shapes only about two times in three: seeds
+    0-9 and the same shifted by 100, 15 of 20 chains before issue 20 and 13 of 20 after
+    (the others merge two shapes, K = 3). The three seeds here all passed with one chain
+    before by luck (about 0.65^3 = 27%), and any change to the chain's path breaks that:
+    the fit keeps the best of three chains (the user guide's remedy for a merged mode).
+    """
     X, X_test = _weighted_blocks(seed), _weighted_blocks(seed + 100)
     errors = {}
     for weights in ("gaussian", "binary"):
+        n_chains = 3 if weights == "gaussian" else 1
         model = IBPFactorAnalysis(weights=weights, solver="semi_ordered_slice", n_iter=200,
-                                  random_state=seed).fit(X)
+                                  n_chains=n_chains, random_state=seed).fit(X)
         reconstruction = model.inverse_transform(model.transform(X_test))
         errors[weights] = np.mean((X_test - reconstruction) ** 2)
         if weights == "gaussian":

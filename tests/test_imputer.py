@@ -165,8 +165,10 @@ def _reference_predictive_mean(estimator, X_train, X_new):
 def test_imputations_average_every_kept_sample_exactly(blocks):
     X, X_missing, hidden = blocks
     # Complete training rows (one shared feature covariance); 4 kept samples, all used.
+    # Early sweeps, so that they differ: with the split-merge moves of the default solver
+    # (issue 20) the chain settles on one Z within a few sweeps on these 80 rows.
     imputer = IBPImputer(
-        IBPFactorAnalysis(n_iter=8, burn_in=4, random_state=0), n_samples=10,
+        IBPFactorAnalysis(n_iter=5, burn_in=1, random_state=0), n_samples=10,
         noise="model", random_state=0,
     ).fit(X[:80])
     kept = imputer.estimator_.samples_

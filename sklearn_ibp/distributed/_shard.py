@@ -163,6 +163,7 @@ def sweep_shard_rows(X, Z, work, K, order, sampled, message, k_max, windows_done
             work["mean"], K, order[position:], int(message.window), message.alpha,
             message.beta, sigma_x2, sigma_a2, int(k_max), int(message.refresh_every),
             windows_done, rng, int(message.n_total), sampled,
+            int(np.iinfo(np.int64).max),  # no bound on the number of features
         )
         K = int(K_new)
         windows_done = int(done)

@@ -16,7 +16,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler, _chain_seeds
+from ..base import BaseIBPSampler, _chain_seeds, warn_no_features
 from ..distributed import PARALLEL_SOLVERS
 from ..likelihoods import (
     ExponentialGaussian,
@@ -87,7 +87,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     (Doshi-Velez 2009, appendix A):
 
     * ``"gaussian"``: ``x_n = z_n A + e_n`` with ``A`` entries ``N(0, sigma_a^2)`` and noise
-      ``N(0, sigma_x^2)`` (eq. 2.1, appendix A.1); the data are centred first;
+      ``N(0, sigma_x^2)`` (eq. 2.1, appendix A.1); the data are modelled as given, not
+      centred (zero is the absence of every feature; a column level is taken up by a
+      feature every row has);
     * ``"exponential"``: the same with non-negative features, ``a_kd ~ Exponential`` with
       mean ``sigma_a`` (appendix A.2); the data are modelled as given, not centred;
     * ``"bernoulli"``: binary data through the leaky noisy-or of eq. A.4,
@@ -121,14 +123,21 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ``"gaussian"``, :meth:`transform` returns the posterior mean of the weights.
     sigma_x : float or None, default=None
         Noise standard deviation of the real-valued likelihoods (its starting value when
-        sampled). None uses the standard deviation of the centred data when
+        sampled). None uses the standard deviation of the entries of ``X`` when
         ``sample_hyperparameters=True`` and 0.25 times it otherwise (sec. 4.4). Must be
         None for ``"bernoulli"``.
     sigma_a : float or None, default=None
         Prior standard deviation of the feature values (for ``"exponential"`` the mean
         and standard deviation of their exponential prior). None uses 0.75 times the
-        standard deviation of the centred data for ``"gaussian"`` and the mean absolute
-        centred entry for ``"exponential"``. Must be None for ``"bernoulli"``.
+        standard deviation of the entries of ``X`` for ``"gaussian"`` and the mean
+        absolute centred entry for ``"exponential"``. Must be None for ``"bernoulli"``.
+    max_features : int, "auto" or None, default=None
+        Upper bound on the number of features (as ``n_components`` of
+        :class:`~sklearn.mixture.BayesianGaussianMixture`): the IBP prior truncated to
+        at most this many features. ``"auto"`` is the number of columns of ``X``. Only
+        solvers with ``bounds_features`` (``"accelerated"``) honour it; an integer with
+        another solver is refused, ``"auto"`` leaves it unbounded. None: no bound (the
+        default; the user guide has the measurements that chose it).
     solver : str or solver object, default="accelerated"
         Sampler, by name or as a configured object from :mod:`sklearn_ibp.solvers`
         (for example ``AcceleratedGibbs(window=2)``). Names: ``"accelerated"``,
@@ -160,8 +169,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
         Resample ``alpha`` and the likelihood's parameters every sweep from their
-        conditionals (Gamma(1, 1) priors on ``alpha`` and the precisions, sec. 5.1;
-        Gamma(1, 1) on the exponential rate; uniform on the noisy-or probabilities); the
+        conditionals (a Gamma(1, 1) prior on ``alpha``, sec. 5.1; Gamma(1, v) priors on
+        the precisions with ``v`` the mean square of the entries of ``X``, so that a fit
+        does not depend on the units of ``X``; Gamma(1, sqrt(v)) on the exponential rate;
+        uniform on the noisy-or probabilities); the
         values given (or their defaults) are then where the chains start. False keeps
         them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
         is usually too small and the model too rich.
@@ -209,8 +220,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Noise and feature standard deviations of that sample (``sigma_x_`` for the
         real-valued likelihoods, ``sigma_a_`` for ``"gaussian"``).
     mean_ : ndarray of shape (n_features,)
-        Per-column mean of the training data (ignoring NaN), subtracted before fitting;
-        zeros for ``"exponential"`` and ``"bernoulli"``, which model the data as given.
+        Zeros: every likelihood models the data as given (before issue 20 the
+        ``"gaussian"`` likelihood subtracted the column means, which made the sign of a
+        feature held by half the rows unidentifiable). Kept for the formulas that add
+        it back.
     samples_ : list of dict
         Every kept sample: ``Z`` (and ``A`` and ``params`` for the solvers that keep
         ``A`` explicit), the hyperparameters, its ``log_joint`` and ``chain``.
@@ -286,6 +299,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         "weights": [StrOptions({"binary", "gaussian"})],
         "sigma_x": [Interval(Real, 0, None, closed="neither"), None],
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
+        "max_features": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
+                         None],
         # Every method the sampling loop calls, so an incomplete solver object is refused
         # up front with a message naming ``solver`` rather than failing mid-fit.
         "solver": [
@@ -304,6 +319,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         weights="binary",
         sigma_x=None,
         sigma_a=None,
+        max_features=None,
         solver="accelerated",
         n_iter=100,
         burn_in=None,
@@ -321,6 +337,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self.weights = weights
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
+        self.max_features = max_features
         self.solver = solver
         self.n_iter = n_iter
         self.burn_in = burn_in
@@ -439,20 +456,31 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"{self._chains[0]['state'].X.shape[0]} rows; X has {X.shape[0]} rows."
             )
         solver = self._continued_solver() if continuing else self._resolve_solver()
-        if continuing:
-            mean = self.mean_
-        elif self.likelihood == "gaussian" and not _is_variational(solver):
-            mean = np.nanmean(X, axis=0)
-        else:
-            mean = np.zeros(X.shape[1])
+        # The data are modelled as given, not centred: zero is the absence of every
+        # feature, as in Griffiths and Ghahramani's linear-Gaussian model. Centring made
+        # the sign of a feature held by half the rows unidentifiable (the shape with an
+        # always-on feature, or its negative with another), so block images came out
+        # inverted about half the time; a column mean far from zero is taken up by a
+        # feature every row has. ``mean_`` stays (zeros) for the formulas that use it.
+        mean = self.mean_ if continuing else np.zeros(X.shape[1])
         Xc = X - mean
         hyper = self._starting_hyperparameters(Xc)
+        hyper["max_features"] = self._feature_bound(solver, X.shape[1])
         # Missing entries start at the column mean; the sampler redraws them each sweep.
-        X_start = np.where(missing, 0.0, Xc)
+        X_start = np.where(missing, np.nanmean(Xc, axis=0), Xc)
         alpha0, beta0 = hyper["alpha"], hyper["beta"]
         N = X.shape[0]
 
+        # A solver with moves that take features apart and turn them over (the
+        # accelerated sampler's split-merge and complement moves) starts with no feature
+        # and adds them as the data support them; the others start from a draw of the
+        # prior. A random start's features mix shapes that single-entry updates are slow
+        # to take apart (the user guide's measurements).
+        empty_start = bool(getattr(solver, "starts_empty", False))
+
         def init_Z(rng):
+            if empty_start:
+                return np.zeros((N, 0), dtype=np.int8)
             return sample_ibp(N, alpha0, beta0, rng)
 
         self._variational = None
@@ -468,6 +496,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             return self
         if _is_explicit(solver):
             lik = _likelihood_class(self.likelihood, self._weights)()
+            lik.prior_variance = self._prior_variance
             observed = (~missing).astype(np.uint8)
             lik.check_data(X_start, observed)
             self._explicit_likelihood = lik
@@ -488,10 +517,33 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self._set_posterior(Xc)
         return self
 
+    def _feature_bound(self, solver, n_columns):
+        """The bound on the number of features the solver is given (None: no bound).
+
+        ``max_features="auto"`` is the number of columns for the solvers that can bound
+        the features and no bound for the others; an integer is refused by a solver
+        that cannot honour it.
+        """
+        bound = getattr(self, "max_features", None)
+        can_bound = getattr(solver, "bounds_features", False)
+        if bound is None:
+            return None
+        if isinstance(bound, str):  # "auto"
+            return int(n_columns) if can_bound else None
+        if not can_bound:
+            name = getattr(solver, "name", type(solver).__name__)
+            servers = sorted(n for n, cls in ALL_SOLVERS.items()
+                             if getattr(cls, "bounds_features", False))
+            raise ValueError(
+                f"max_features={bound!r} needs a solver that can bound the number of "
+                f"features, {servers}; solver={name!r} cannot. Use max_features=None."
+            )
+        return int(bound)
+
     def _starting_hyperparameters(self, Xc) -> dict:
         """``alpha``, ``beta`` and the standard deviations the chains start from.
 
-        With ``s`` the standard deviation of the centred data (1 for constant data),
+        With ``s`` the standard deviation of the modelled entries (1 for constant data),
         ``sigma_a`` defaults to ``0.75 s``; ``sigma_x`` to ``0.25 s`` when it stays fixed
         (seed 000 sec. 4.4) and to ``s`` when it is sampled: the chain starts with all
         variation as noise and adds features as the data support them, which is far
@@ -500,6 +552,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         scale = float(np.nanstd(Xc))
         if not np.isfinite(scale) or scale <= 0.0:
             scale = 1.0
+        # The precisions' Gamma(1, v) priors are in units of the data: v is the mean
+        # square of the modelled entries (see BaseIBPSampler._precision_prior_rate).
+        mean_square = float(np.nanmean(Xc**2))
+        self._prior_variance = mean_square if np.isfinite(mean_square) and \
+            mean_square > 0.0 else 1.0
         noise = scale if self.sample_hyperparameters else 0.25 * scale
         return {
             "alpha": float(self.alpha),
@@ -693,6 +750,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             # No closed-form posterior of A: the kept sample's own features, held fixed.
             self.components_ = np.asarray(best["A"], dtype=np.float64).reshape(K, Xc.shape[1])
             self._feature_cov = np.zeros((K, K))
+        if K == 0:
+            warn_no_features(self, getattr(self, "sigma_x_", None))
 
     # -- posterior over the features of new rows ----------------------------------------
     def _prior_log_odds(self):

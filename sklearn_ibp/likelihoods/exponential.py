@@ -80,11 +80,14 @@ class ExponentialGaussian(_GaussianNoise):
 
     def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
         """``sigma_x`` given the observed residuals, then ``rate`` given ``A``:
-        ``1 / sigma_x^2 ~ Gamma(1 + n_obs / 2, 1 + sum r^2 / 2)`` and
-        ``rate ~ Gamma(1 + K D, 1 + sum A)`` (shape, rate; Gamma(1, 1) priors)."""
+        ``1 / sigma_x^2 ~ Gamma(1 + n_obs / 2, v + sum r^2 / 2)`` and
+        ``rate ~ Gamma(1 + K D, sqrt(v) + sum A)`` (shape, rate; Gamma(1, v) and
+        Gamma(1, sqrt(v)) priors, ``v`` = :attr:`prior_variance`: a rate is an inverse
+        length, so its prior's mean is one over the data's scale)."""
         A = np.asarray(A, dtype=np.float64)
         sigma_x = self._sample_noise(X, observed, Z, A, rng)
-        rate = float(rng.gamma(1.0 + A.size, 1.0 / (1.0 + float(np.sum(A)))))
+        scale = float(np.sqrt(self.prior_variance))
+        rate = float(rng.gamma(1.0 + A.size, 1.0 / (scale + float(np.sum(A)))))
         return {**params, "sigma_x": sigma_x, "rate": rate}
 
     def log_prior_features(self, A, params) -> float:

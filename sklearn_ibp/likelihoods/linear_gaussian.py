@@ -301,11 +301,17 @@ def _rows_by_feature(Z):
     return ptr, rows.astype(np.int64)
 
 
-def _draw_precision(count: float, sum_sq: float, rng) -> float:
-    """A precision from its posterior under a Gamma(1, 1) prior given ``count`` zero-mean
-    Gaussian values with sum of squares ``sum_sq``: Gamma(1 + count/2, rate 1 + sum_sq/2)
-    (seed 000 sec. 5.1)."""
-    return float(rng.gamma(1.0 + 0.5 * count, 1.0 / (1.0 + 0.5 * sum_sq)))
+def _draw_precision(count: float, sum_sq: float, rng, prior_rate: float = 1.0) -> float:
+    """A precision from its posterior under a Gamma(1, ``prior_rate``) prior given
+    ``count`` zero-mean Gaussian values with sum of squares ``sum_sq``:
+    Gamma(1 + count/2, rate prior_rate + sum_sq/2) (Doshi-Velez 2009, sec. 5.1).
+
+    ``prior_rate`` is a variance: the prior's mean precision is ``1 / prior_rate``. The
+    estimators pass the data's mean square, so that the prior is Gamma(1, 1) in units of
+    the data's own scale and a fit does not depend on the units of ``X`` (in the spirit
+    of Rasmussen's data-dependent priors, Görür 2007, sec. 3.3.1).
+    """
+    return float(rng.gamma(1.0 + 0.5 * count, 1.0 / (prior_rate + 0.5 * sum_sq)))
 
 
 class _GaussianNoise(FeatureLikelihood):
@@ -316,6 +322,10 @@ class _GaussianNoise(FeatureLikelihood):
     """
 
     observation_kind = OBSERVE_GAUSSIAN
+    #: Variance ``v`` of the data's scale: the precisions have Gamma(1, v) priors (mean
+    #: ``1 / v``). 1 is the Gamma(1, 1) of seed 000 sec. 5.1; the estimators set it to the
+    #: mean square of the data they model so that a fit does not depend on their units.
+    prior_variance: float = 1.0
 
     def check_data(self, X, observed) -> None:
         """Raise ``ValueError`` naming ``X`` unless ``X`` is 2-d, ``observed`` has its
@@ -348,10 +358,11 @@ class _GaussianNoise(FeatureLikelihood):
         return mean + float(params["sigma_x"]) * rng.standard_normal(mean.shape)
 
     def _sample_noise(self, X, observed, Z, A, rng) -> float:
-        """``sigma_x`` drawn given the observed residuals (Gamma(1, 1) prior on
-        ``1 / sigma_x^2``, seed 000 sec. 5.1)."""
+        """``sigma_x`` drawn given the observed residuals (Gamma(1, ``prior_variance``)
+        prior on ``1 / sigma_x^2``, seed 000 sec. 5.1)."""
         resid, mask = _observed_residual(X, observed, Z, A)
-        precision = _draw_precision(mask.sum(), float(np.sum(resid**2)), rng)
+        precision = _draw_precision(mask.sum(), float(np.sum(resid**2)), rng,
+                                    self.prior_variance)
         return float(1.0 / np.sqrt(precision))
 
 
@@ -419,11 +430,12 @@ class LinearGaussianFeatures(_GaussianNoise):
 
     def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
         """``sigma_x`` given the observed residuals, then ``sigma_a`` given ``A``:
-        ``1 / sigma_x^2 ~ Gamma(1 + n_obs / 2, 1 + sum r^2 / 2)`` and
-        ``1 / sigma_a^2 ~ Gamma(1 + K D / 2, 1 + sum A^2 / 2)`` (shape, rate; sec. 5.1)."""
+        ``1 / sigma_x^2 ~ Gamma(1 + n_obs / 2, v + sum r^2 / 2)`` and
+        ``1 / sigma_a^2 ~ Gamma(1 + K D / 2, v + sum A^2 / 2)`` (shape, rate; sec. 5.1),
+        with ``v`` = :attr:`prior_variance`."""
         A = np.asarray(A, dtype=np.float64)
         sigma_x = self._sample_noise(X, observed, Z, A, rng)
-        precision_a = _draw_precision(A.size, float(np.sum(A**2)), rng)
+        precision_a = _draw_precision(A.size, float(np.sum(A**2)), rng, self.prior_variance)
         return {**params, "sigma_x": sigma_x, "sigma_a": float(1.0 / np.sqrt(precision_a))}
 
     def log_prior_features(self, A, params) -> float:

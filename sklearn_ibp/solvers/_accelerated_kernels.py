@@ -150,7 +150,8 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
 
 @njit(cache=True, fastmath=FAST_MATH)
 def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
-                sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, rng):
+                sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, max_features,
+                rng):
     """Gibbs-sample row ``r`` given ``p(A | Z_-r, X_-r)`` (window of one row, eq. 4.2).
 
     ``cov`` and ``mean`` hold the posterior with row ``r`` in it; the row is taken out
@@ -249,8 +250,9 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
     # best weight cannot matter in double precision and is skipped with its logarithm.
     ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
     best = -np.inf
+    room = _room_for_new(counts, K, max_features)
     for j in range(k_max + 1):
-        if log_poisson[j] + ceiling < best - 50.0:
+        if j > room or log_poisson[j] + ceiling < best - 50.0:
             log_new[j] = -np.inf
             continue
         cj = c + j * sigma_a2
@@ -263,8 +265,21 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
 
 
 @njit(cache=True, fastmath=FAST_MATH)
+def _room_for_new(counts, K, max_features):
+    """How many new features a row may open under the bound ``max_features`` on the live
+    features: the Poisson draw of eq. 3.7 restricted to ``K_live + j <= max_features``,
+    which is the conditional of the IBP prior truncated to at most ``max_features``."""
+    live = 0
+    for k in range(K):
+        if counts[k] > 0:
+            live += 1
+    return max(max_features - live, 0)
+
+
+@njit(cache=True, fastmath=FAST_MATH)
 def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta, sigma_x2,
-                   sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, sampled, rng):
+                   sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep, log_new, sampled,
+                   max_features, rng):
     """Gibbs-sample the rows of a window jointly given ``p(A | Z_-W, X_-W)`` (eq. 4.2).
 
     ``T = S_-W Z_W^T``, ``E = X_W - Z_W M_-W`` and ``C = Z_W T + s_x^2 I`` are kept up to
@@ -326,7 +341,11 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
                 counts[k] += int(delta)
                 current = proposed
         c_ii = C[i, i]
+        room = _room_for_new(counts, K, max_features)
         for j in range(k_max + 1):
+            if j > room:
+                log_new[j] = -np.inf
+                continue
             C[i, i] = c_ii + j * sigma_a2
             log_new[j] = (
                 log_poisson[j] + window_log_density(C, E, w)
@@ -366,6 +385,7 @@ def sweep_accelerated(
     rng,
     n_total,
     sampled,
+    max_features,
 ):
     """One iteration of Algorithm 1 over the rows in ``order``, in place.
 
@@ -378,8 +398,9 @@ def sweep_accelerated(
     ``n_total`` is the number of rows of the prior (``X.shape[0]`` for the serial sampler;
     all shards' rows for the data-parallel one, whose ``counts``, ``gram`` and ``cross``
     hold every shard's statistics). Only features with ``sampled[k] != 0`` are visited
-    (feature sub-sampling, seed 000 sec. 5.1); ``k_max = 0`` creates no features. The GIL
-    is released, so shards can sweep on threads.
+    (feature sub-sampling, seed 000 sec. 5.1); ``k_max = 0`` creates no features. No row
+    opens a feature that would take the live features past ``max_features`` (an int64;
+    a huge value for no bound). The GIL is released, so shards can sweep on threads.
     """
     N = n_total
     D = X.shape[1]
@@ -410,7 +431,7 @@ def sweep_accelerated(
                 z_old[k] = Z[r, k]
             K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta,
                                      sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e,
-                                     log_new, sampled, rng)
+                                     log_new, sampled, max_features, rng)
             if changed:
                 # Swap the row's old assignment for its new one in the posterior.
                 remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
@@ -424,7 +445,7 @@ def sweep_accelerated(
                 _update_stats(gram, cross, Z[r], X[r], K, -1.0)
             K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, N, beta,
                                sigma_x2, sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep,
-                               log_new, sampled, rng)
+                               log_new, sampled, max_features, rng)
             # Put the window back: p(A | Z, X).
             for r in rows:
                 add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)

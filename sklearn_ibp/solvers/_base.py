@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
+from scipy.special import gammaln
 from sklearn.base import BaseEstimator
 
 from ..likelihoods.linear_gaussian import (
@@ -149,6 +150,57 @@ class BaseIBPSolver(BaseEstimator):
         return log_marginal_likelihood_from_stats(
             gram, cross, float(np.sum(state.X**2)), N, D, state.sigma_x, state.sigma_a
         )
+
+    def complement_features(self, state: FeatureState, rng) -> bool:
+        """Metropolis-Hastings moves that replace a feature's column by its complement.
+
+        For each live feature ``k`` held by some but not all rows (in random order),
+        propose ``z_k -> 1 - z_k`` and accept with the ratio of the collapsed posteriors.
+        With a feature every row has, ``x = c + z_k a`` and ``x = (c + a) + (1 - z_k)(-a)``
+        fit equally well: single-entry Gibbs updates would have to pass through half the
+        rows to go from one to the other, so a chain that first learns a shared "mean"
+        feature keeps a shape by its negative beside it. The move goes there in one step
+        and the posterior (the prior of ``A`` and of ``Z``) decides.
+
+        The proposal is its own inverse and picks the column independently of the state,
+        so the ratio is that of the targets: the collapsed likelihood (eq. A.2) from the
+        updated ``Z^T Z`` and ``Z^T X`` and the IBP's column term
+        ``Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)`` (seed 000 appendix C.1; ``m / (N - m)``
+        for ``beta = 1``), the labelled-column prior whose other factors the move keeps.
+        Returns whether a proposal was accepted (the caller then refreshes its statistics).
+        """
+        K = state.n_features
+        if K == 0:
+            return False
+        X = state.X
+        N, D = X.shape
+        Z = state.active_Z.astype(float)
+        gram, cross = Z.T @ Z, Z.T @ X
+        sq_norm = float(np.sum(X**2))
+        column_sums = X.sum(axis=0)
+        sx, sa, beta = state.sigma_x, state.sigma_a, state.beta
+        current = log_marginal_likelihood_from_stats(gram, cross, sq_norm, N, D, sx, sa)
+        changed = False
+        for k in rng.permutation(K):
+            m = gram[k, k]
+            if m <= 0.0 or m >= N:
+                continue
+            new_gram, new_cross = gram.copy(), cross.copy()
+            row = np.diag(gram) - gram[k]  # (1 - z_k)^T z_j = m_j - z_k^T z_j
+            row[k] = N - m
+            new_gram[k, :] = row
+            new_gram[:, k] = row
+            new_cross[k] = column_sums - cross[k]
+            proposed = log_marginal_likelihood_from_stats(
+                new_gram, new_cross, sq_norm, N, D, sx, sa
+            )
+            log_prior = (gammaln(N - m) + gammaln(m + beta)
+                         - gammaln(m) - gammaln(N - m + beta))
+            if np.log(rng.random()) < proposed - current + log_prior:
+                state.Z[:, k] = 1 - state.Z[:, k]
+                gram, cross, current = new_gram, new_cross, proposed
+                changed = True
+        return changed
 
     def compact(self, state: FeatureState, keep: np.ndarray) -> None:
         """Drop the live features not in the boolean mask ``keep`` (length n_features)."""

@@ -36,9 +36,17 @@ class AcceleratedGibbs(BaseIBPSolver):
     k_max : int, default=4
         Largest number of new features one row may take in one step (truncation of the
         Poisson in eq. 3.7).
-    split_merge : int, default=0
+    split_merge : int, default=3
         Split-merge Metropolis-Hastings proposals made after each sweep (seed 000 sec. 3.3;
-        :mod:`.ibp_split_merge`).
+        :mod:`.ibp_split_merge`). Three per sweep undo the duplicated and merged shapes
+        that single-entry updates leave after the default 100 sweeps (measured in
+        :doc:`/user_guide`); 0 turns them off.
+    complement : bool, default=True
+        After each sweep, propose to replace each feature's column of ``Z`` by its
+        complement (a Metropolis-Hastings move, see
+        :meth:`~sklearn_ibp.solvers.BaseIBPSolver.complement_features`). Without it a
+        chain that first learns a feature shared by every row can keep the other shapes
+        by their negatives (measured in :doc:`/user_guide`).
 
     Notes
     -----
@@ -54,22 +62,41 @@ class AcceleratedGibbs(BaseIBPSolver):
         "refresh_every": [Interval(Integral, 0, None, closed="left")],
         "k_max": [Interval(Integral, 1, None, closed="left")],
         "split_merge": [Interval(Integral, 0, None, closed="left")],
+        "complement": ["boolean"],
     }
 
-    def __init__(self, window=1, refresh_every=100, k_max=4, split_merge=0):
+    def __init__(self, window=1, refresh_every=100, k_max=4, split_merge=3,
+                 complement=True):
         self.window = window
         self.refresh_every = refresh_every
         self.k_max = k_max
         self.split_merge = split_merge
+        self.complement = complement
+
+    #: The estimator may bound the number of features (``max_features``) of this solver.
+    bounds_features = True
+
+    @property
+    def starts_empty(self) -> bool:
+        """Whether the estimator starts a chain with no feature: with split-merge or
+        complement moves, which undo what a random start's mixed features would cost."""
+        return bool(self.split_merge or self.complement)
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
         state = self._new_state(X, Z, hyper, self._spare())
         state.stats["windows_done"] = 0
+        # The IBP prior truncated to at most this many features (None: no bound).
+        state.stats["max_features"] = hyper.get("max_features")
         self._refresh(state)
         return state
 
     def _spare(self) -> int:
         return max(16, 2 * self.window * self.k_max)
+
+    @staticmethod
+    def _bound(state) -> int:
+        bound = state.stats.get("max_features")
+        return np.iinfo(np.int64).max if bound is None else int(bound)
 
     def _refresh(self, state) -> None:
         cap = state.Z.shape[1]
@@ -112,14 +139,33 @@ class AcceleratedGibbs(BaseIBPSolver):
                 st["mean"], state.n_features, order[position:], int(self.window),
                 state.alpha, state.beta, state.sigma_x**2, state.sigma_a**2,
                 int(self.k_max), int(self.refresh_every), st["windows_done"], rng,
-                N, np.ones(state.Z.shape[1], dtype=np.int8),
+                N, np.ones(state.Z.shape[1], dtype=np.int8), int(self._bound(state)),
             )
             state.n_features = int(K)
             st["windows_done"] = int(done)
             position += int(advanced)
         self.compact(state, st["counts"][: state.n_features] > 0)
-        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self._spare()):
+        if self.split_merge and self._split_merge(state, rng):
             self._refresh(state)
+        if self.complement and self.complement_features(state, rng):
+            self._refresh(state)
+
+    def _split_merge(self, state, rng) -> bool:
+        """``split_merge`` proposals; under ``max_features`` one at a time, a split that
+        takes the features past the bound rejected (the truncated prior is zero there,
+        elsewhere its ratio is the untruncated one). Returns whether any was kept."""
+        bound = state.stats.get("max_features")
+        if bound is None:
+            return apply_split_merge(state, self.split_merge, rng, self._spare()) > 0
+        kept = False
+        for _ in range(self.split_merge):
+            Z, K = state.Z.copy(), state.n_features
+            if apply_split_merge(state, 1, rng, self._spare()):
+                if state.n_features > bound:
+                    state.Z, state.n_features = Z, K
+                else:
+                    kept = True
+        return kept
 
     def _compact_stats(self, state, idx) -> None:
         st = state.stats

@@ -157,7 +157,11 @@ def test_accelerated_trace_is_collapsed_trace():
     """The collapsed chain of this file (run as the accelerated sampler) is CollapsedGibbs's
     chain: same seed, same K trace, alpha draws included."""
     X = make_data(2, 2.0, DATA_SEED)
-    fast = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=AcceleratedGibbs)
+
+    def algorithm_1():  # without the default's split-merge and complement moves (issue 20)
+        return AcceleratedGibbs(split_merge=0, complement=False)
+
+    fast = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=algorithm_1)
     slow = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=CollapsedGibbs)
     assert np.ptp(fast) > 0
     np.testing.assert_array_equal(fast, slow)
