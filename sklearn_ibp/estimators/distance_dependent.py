@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -300,17 +299,6 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         best = self._best_sample()
         self.owners_ = best["owners"]
         self.connections_ = best["connections"]
-        if self.n_components_ == 0:
-            warnings.warn(
-                "DistanceDependentIBP found no feature: the kept sample explains every row "
-                f"as noise (sigma_x_={self.sigma_x_:.3g}), so transform returns an array "
-                f"of shape (n_samples, 0) and inverse_transform the column means. Scale "
-                "the data columns (e.g. StandardScaler before this step), set a smaller "
-                "sigma_x with sample_hyperparameters=False, raise alpha or n_iter, or "
-                "choose another decay.",
-                UserWarning,
-                stacklevel=2,
-            )
         return self
 
     # -- hooks of the sampling loop -------------------------------------------------------
