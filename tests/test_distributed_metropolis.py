@@ -291,7 +291,10 @@ def test_exact_sampler_continues_an_approximate_chain(block_data):
     chain's ``Z``; the same as fitting with ``correction=None`` and continuing with
     ``warm_start`` after ``set_params(solver__correction="metropolis")``. Setting it back
     to None continues with the approximate sampler; another solver class is refused."""
-    settings = dict(random_state=0)
+    # The exact rounds change Z rarely (0.4-2% of rounds on block images, docs/parallel):
+    # at random_state=1 one of the 15 does (measured: 0 at seed 0 and 2 since issue 20's
+    # uncentred data, 1 at seeds 1 and 3), so that the continued chain is seen to move.
+    settings = dict(random_state=1)
     exact = dict(correction="metropolis", metropolis_rows=2)
     est = IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=3, correction_after=15,
                                                        **exact),
