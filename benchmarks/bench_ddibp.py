@@ -252,7 +252,7 @@ def baseline_measurement(solver, state, rng, part):
 
 def time_pair(X, hyper, dishes, plan, seed=1):
     """Interleaved timing of the numba solver and the NumPy baseline from ``dishes``."""
-    # The baseline implements the seed's Gibbs link updates and the 1/2 own-dish births:
+    # The baseline implements Gershman et al.'s Gibbs link updates and the 1/2 own-dish births:
     # the numba solver is timed with the same moves.
     numba_solver, numpy_solver = SAME_MOVES(), NumpyDDIBPGibbs()
     # Untimed warm-up from the starting state, then both restart from it.

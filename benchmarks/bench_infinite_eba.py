@@ -11,7 +11,7 @@
    protocol against the true probabilities): iEBA, BTL by maximum likelihood, and EMP
    (the held-out pair's own frequencies).
 
-   iEBA is run with the seed's prior (``weight_shape=1.0``, "iEBA") and with the
+   iEBA is run with Görür 2007's prior (``weight_shape=1.0``, "iEBA") and with the
    defaults (``weight_shape=0.25``, the best of four starts, "iEBA-default").
 3. ``--starts`` (issue 20, runs only this, about 2-4 minutes): Paris-Rome (Table 4.1,
    100 comparisons per pair) with ``InfiniteEBA()``'s defaults at the data seeds 0-9
@@ -132,7 +132,7 @@ def numpy_sweep(state, rng):
 def bench_speed():
     X, y, *_ = make_tree_eba(100, random_state=0)
     W = win_counts_from_pairs(X, y, 9)
-    # The seed's prior: the NumPy sweep has no proposal from a Gamma(a < 1) prior.
+    # Görür 2007's prior: the NumPy sweep has no proposal from a Gamma(a < 1) prior.
     model = InfiniteEBA(n_iter=300, weight_shape=1.0, random_state=0).fit_counts(W)
     state0 = model._chains[0]["state"]
     solver = EBASliceSampler()

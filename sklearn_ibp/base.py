@@ -323,7 +323,7 @@ class BaseIBPSampler(BaseEstimator):
         N, D = state.X.shape
         K = state.n_features
         if self.sample_hyperparameters:
-            # Seed 000 sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions, the
+            # Doshi-Velez 2009, sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions, the
             # precisions' in units of the data: Gamma(1, v) with v the mean square of the
             # modelled data (1 until a fit sets it), so that a fit does not depend on the
             # units of X (see _prior_variance).
@@ -369,7 +369,7 @@ class BaseIBPSampler(BaseEstimator):
         ``sigma_x`` and ``sigma_a`` by ``c``: the posterior over ``Z`` does not change.
         With Gamma(1, 1) in absolute units, data with standard deviation 0.05 met a noise
         prior of mean 1, which explained everything as noise (no features at all).
-        Unset (an estimator used outside ``fit``) it is 1, the prior of seed 000 sec. 5.1.
+        Unset (an estimator used outside ``fit``) it is 1, the prior of Doshi-Velez 2009, sec. 5.1.
         """
         return float(getattr(self, "_prior_variance", 1.0))
 

@@ -387,7 +387,7 @@ def test_select_start_keeps_the_best_start_and_is_reproducible():
 
 
 def test_paris_rome_table_seed_prior():
-    """The seed's prior w_k ~ Gamma(1, 1) (weight_shape=1.0): every probability within 0.1 of
+    """Görür's (2007) prior w_k ~ Gamma(1, 1) (weight_shape=1.0): every probability within 0.1 of
     Table 4.1 at seeds 0-2 (measured maximum errors 0.096, 0.048, 0.089), but the MAE
     is NOT below the frequencies' at any of the data seeds 0-9, and that is the
     model's posterior, not the sampler: the exact posterior mean of p_ij (an independent
@@ -422,7 +422,7 @@ def test_tree_eba_beats_bradley_terry_leave_one_pair_out():
     for BTL fitted by maximum likelihood on the same data. Measured with 800 sweeps and
     three weight updates per sweep: iEBA 0.6275 against BTL 0.6332 at seed 0 (seeds 1
     and 2 of the data: 0.6284 / 0.6345 and 0.6318 / 0.6339; with 2000 sweeps seed 0
-    reaches 0.6277; the true probabilities score 0.6160). That is the seed's prior
+    reaches 0.6277; the true probabilities score 0.6160). That is Görür's (2007) prior
     Gamma(1, 1), set here (with the default four starts: 0.6287); the default
     weight_shape=0.25 scores 0.6328 at seed 0 (0.6408 with a single start), BTL's level:
     see the user guide, "The weight prior"."""

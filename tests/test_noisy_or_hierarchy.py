@@ -128,7 +128,7 @@ def test_imputer_draws_binary_values_when_auto_chose_bernoulli():
 
 def test_dp_defaults_recover_the_shapes_of_sec_7_2_1():
     # Issue 20's bar: NoisyOrHierarchy(upper="dp") with every other parameter at its
-    # default recovers the four shapes of seed 000 sec. 7.2.1 (each matched by a feature
+    # default recovers the four shapes of Doshi-Velez 2009, sec. 7.2.1 (each matched by a feature
     # with correlation > 0.9). Before likelihood="auto" the default Gaussian likelihood
     # gave 0.81, 0.58, 0.66, 0.90 at this data seed (and recovered the shapes at 1 of
     # the data seeds 0-9); the defaults now recover them at all ten, with correlations of

@@ -34,7 +34,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     A pairwise choice model: ``N`` alternatives have binary latent aspects ``Z`` with an
     Indian buffet process prior and positive weights ``w_k ~ Gamma(a, 1)``; every
     alternative also has a unique aspect of its own (weight ``u_i ~ Gamma(a, 1)``), with
-    ``a = weight_shape`` (the seed's ``a = 1``; the default 0.25). The
+    ``a = weight_shape`` (Görür 2007 has ``a = 1``; the default 0.25). The
     probability that ``i`` is chosen over ``j`` is the weight of what ``i`` has and ``j``
     lacks over the weight of everything they do not share (eq. 4.63),
 
@@ -69,7 +69,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         negligible, which ``Gamma(1, 1)`` charges for and then compensates by inflating
         the winner's advantage (the small bonus), so the posterior overstates the bonus
         in every other pair. The default ``a = 0.25`` removes most of that pull (see the
-        user guide, "The weight prior"); ``weight_shape=1.0`` is the seed's prior. Below
+        user guide, "The weight prior"); ``weight_shape=1.0`` is Görür's (2007) prior. Below
         1 the sampler adds a weight proposal from the prior
         (``EBASliceSampler(prior_steps="auto")``) and the solver starts each chain from
         the best of several short runs (``EBASliceSampler(n_starts=4)``); below about
@@ -237,7 +237,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                 float(np.exp(state.log_eta)))
 
     def _initialize_chain(self, solver, wins, hyper, init, rng):
-        # Seed 002 sec. 4.5.3: Z and the weights start from their priors; the solver
+        # Görür 2007, sec. 4.5.3: Z and the weights start from their priors; the solver
         # keeps the best of its n_starts such starts after a short run of each.
         starts = [self._prior_start(solver, wins, rng)
                   for _ in range(getattr(solver, "n_starts", 1))]

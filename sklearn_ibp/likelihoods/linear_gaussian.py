@@ -323,7 +323,7 @@ class _GaussianNoise(FeatureLikelihood):
 
     observation_kind = OBSERVE_GAUSSIAN
     #: Variance ``v`` of the data's scale: the precisions have Gamma(1, v) priors (mean
-    #: ``1 / v``). 1 is the Gamma(1, 1) of seed 000 sec. 5.1; the estimators set it to the
+    #: ``1 / v``). 1 is the Gamma(1, 1) of Doshi-Velez 2009, sec. 5.1; the estimators set it to the
     #: mean square of the data they model so that a fit does not depend on their units.
     prior_variance: float = 1.0
 
@@ -359,7 +359,7 @@ class _GaussianNoise(FeatureLikelihood):
 
     def _sample_noise(self, X, observed, Z, A, rng) -> float:
         """``sigma_x`` drawn given the observed residuals (Gamma(1, ``prior_variance``)
-        prior on ``1 / sigma_x^2``, seed 000 sec. 5.1)."""
+        prior on ``1 / sigma_x^2``, Doshi-Velez 2009, sec. 5.1)."""
         resid, mask = _observed_residual(X, observed, Z, A)
         precision = _draw_precision(mask.sum(), float(np.sum(resid**2)), rng,
                                     self.prior_variance)

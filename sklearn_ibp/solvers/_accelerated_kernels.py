@@ -398,7 +398,7 @@ def sweep_accelerated(
     ``n_total`` is the number of rows of the prior (``X.shape[0]`` for the serial sampler;
     all shards' rows for the data-parallel one, whose ``counts``, ``gram`` and ``cross``
     hold every shard's statistics). Only features with ``sampled[k] != 0`` are visited
-    (feature sub-sampling, seed 000 sec. 5.1); ``k_max = 0`` creates no features. No row
+    (feature sub-sampling, Doshi-Velez 2009, sec. 5.1); ``k_max = 0`` creates no features. No row
     opens a feature that would take the live features past ``max_features`` (an int64;
     a huge value for no bound). The GIL is released, so shards can sweep on threads.
     """

@@ -165,8 +165,8 @@ class BaseIBPSolver(BaseEstimator):
         The proposal is its own inverse and picks the column independently of the state,
         so the ratio is that of the targets: the collapsed likelihood (eq. A.2) from the
         updated ``Z^T Z`` and ``Z^T X`` and the IBP's column term
-        ``Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)`` (seed 000 appendix C.1; ``m / (N - m)``
-        for ``beta = 1``), the labelled-column prior whose other factors the move keeps.
+        ``Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)`` (Doshi-Velez 2009, appendix
+        C.1; ``m / (N - m)`` for ``beta = 1``), the labelled-column prior whose other factors the move keeps.
         Returns whether a proposal was accepted (the caller then refreshes its statistics).
         """
         K = state.n_features

@@ -6,7 +6,7 @@ follows by reachability. One sweep
 1. updates every link ``c_ik`` (eq. 33): the change of a link switches ``z_k`` on the
    rows whose path runs through the customer (the window of the update) or on none, so
    two likelihoods decide it, each from the statistics of one column of ``Z``, never by
-   recomputing the likelihood. By default this is the seed's Gibbs step;
+   recomputing the likelihood. By default this is Gershman et al.'s Gibbs step;
    ``link_update="metropolis"`` makes it a Metropolis step with the link's prior as
    proposal, which needs a likelihood only when the proposed link switches the rows (a
    third of the time on real series, but it mixes worse);

@@ -178,7 +178,7 @@ class EBASliceSampler(BaseEstimator):
         and the chain continues from the one with the highest log joint probability
         (:meth:`select_start`). Single starts got stuck now and then in a poor mode
         (two alternatives that the data separate 100 to 0 given equal aspects, for
-        example); see the user guide, "Several starts". 1 is the seed's single start.
+        example); see the user guide, "Several starts". 1 is Görür's (2007) single start.
     start_sweeps : int, default=50
         Sweeps each of the ``n_starts`` starts runs before they are compared (not part
         of the chain's ``n_iter``; unused when ``n_starts=1``).
