@@ -166,7 +166,8 @@ class BaseIBPSolver(BaseEstimator):
         so the ratio is that of the targets: the collapsed likelihood (eq. A.2) from the
         updated ``Z^T Z`` and ``Z^T X`` and the IBP's column term
         ``Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)`` (Doshi-Velez 2009, appendix
-        C.1; ``m / (N - m)`` for ``beta = 1``), the labelled-column prior whose other factors the move keeps.
+        C.1; ``m / (N - m)`` for ``beta = 1``), the labelled-column prior whose other
+        factors the move keeps.
         Returns whether a proposal was accepted (the caller then refreshes its statistics).
         """
         K = state.n_features
