@@ -2,9 +2,11 @@
 
 from .crp import crp_log_prob, expected_n_clusters, sample_alpha_posterior_crp, sample_crp
 from .ddibp import (
+    calibrate_decay,
     compute_reachability,
     ddibp_log_prob,
     decay_proximity,
+    expected_feature_factor,
     inherit_features,
     normalized_proximity,
     pairwise_distances_for_ddibp,
@@ -37,9 +39,11 @@ __all__ = [
     "expected_n_clusters",
     "sample_alpha_posterior_crp",
     "sample_crp",
+    "calibrate_decay",
     "compute_reachability",
     "ddibp_log_prob",
     "decay_proximity",
+    "expected_feature_factor",
     "inherit_features",
     "normalized_proximity",
     "pairwise_distances_for_ddibp",
