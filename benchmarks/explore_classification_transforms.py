@@ -26,6 +26,10 @@ Candidates (``P = transform(X)``: ``E[z|x]``, or ``E[z*y|x]`` for the weighted m
 - ``P + resid``: the first ``r`` principal coordinates of ``P`` (binary: ``r = ceil(D/2)``)
   or of ``P M`` (weighted: ``r = min(K, D)``) beside the first ``D - r`` principal
   coordinates of the residual ``x - P M``.
+- weighted model only: ``P, resid``: ``P`` itself beside the first ``D - K`` principal
+  coordinates of the residual (``P`` in D principal coordinates when ``K >= D``); ``top P,
+  resid``: the same with the ``ceil(D/2)`` features of the largest mean signal energy
+  ``mean_n(P_nk^2) |A_k|^2``.
 
 With width D, ``PCA(D)`` is a rotation of the scaled columns and the L2-penalised logistic
 regression is invariant to rotations, so the bar ">= PCA(k)" then asks for at least the
@@ -83,7 +87,27 @@ def candidates(model, X_train, X_test, weighted):
         parts_train.append(a)
         parts_test.append(b)
     out["P + resid"] = (np.hstack(parts_train), np.hstack(parts_test))
+    if weighted:
+        # The weights themselves (not their principal coordinates) beside the residual,
+        # both with every feature (P itself capped to D principal coordinates when
+        # K >= D) and with the ceil(D/2) features that explain most of the signal.
+        out["P, resid"] = _beside_residual(P_train, P_test, M, X_train, X_test, K)
+        energy = (P_train**2).mean(axis=0) * (M**2).sum(axis=1)
+        top = np.argsort(energy)[::-1][: min(K, (D + 1) // 2)]
+        out["top P, resid"] = _beside_residual(P_train[:, top], P_test[:, top], M[top],
+                                               X_train, X_test, top.size)
     return out
+
+
+def _beside_residual(P_train, P_test, M, X_train, X_test, K):
+    """``P`` beside the first ``D - K`` principal coordinates of ``x - P M``; ``P`` in
+    its first D principal coordinates when ``K >= D``."""
+    D = X_train.shape[1]
+    if K >= D:
+        return tuple(_pcs(P_train, D, P_train, P_test))
+    R_train, R_test = X_train - P_train @ M, X_test - P_test @ M
+    a, b = _pcs(R_train, D - K, R_train, R_test)
+    return np.hstack([P_train, a]), np.hstack([P_test, b])
 
 
 def accuracy(F_train, y_train, F_test, y_test):
