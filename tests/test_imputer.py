@@ -276,6 +276,19 @@ def test_gaussian_weight_mixes_in_the_plain_gaussians_conditional_mean(blocks, w
                                rtol=1e-6, atol=1e-8)
 
 
+def test_gaussian_weight_auto_is_one_half_for_the_own_model_and_zero_for_a_given_one(
+        blocks):
+    X_missing = blocks[1][:60]
+    own = IBPImputer(random_state=0).fit(X_missing)
+    given = _small_imputer().fit(X_missing)
+    assert own.gaussian_weight == given.gaussian_weight == "auto"  # never replaced
+    assert own.gaussian_weight_ == 0.5 and own._gaussian_covariance is not None
+    assert given.gaussian_weight_ == 0.0 and given._gaussian_covariance is None
+    assert _small_imputer(gaussian_weight=0.25).fit(X_missing).gaussian_weight_ == 0.25
+    # With the model's own noise there is no Gaussian to mix in.
+    assert IBPImputer(noise="model", random_state=0).fit(X_missing).gaussian_weight_ == 0.0
+
+
 def expit_prior(view):
     return 1.0 / (1.0 + np.exp(-view._prior_log_odds()))
 
@@ -553,7 +566,7 @@ def test_all_missing_rows_come_from_the_prior_predictive(blocks):
     # One kept sample: the feature model's prior predictive mean is P(z_k = 1) A + mean,
     # the plain Gaussian's the mean; they are mixed with weights 1 - w and w.
     prior = estimator.feature_counts_ / (estimator.beta + 58)
-    w = imputer.gaussian_weight
+    w = imputer.gaussian_weight_
     expected = (1.0 - w) * prior @ estimator.components_ + estimator.mean_
     np.testing.assert_allclose(out[4], expected, rtol=1e-9)
     np.testing.assert_allclose(out[30], expected, rtol=1e-9)
@@ -616,7 +629,8 @@ def test_refuses_too_little_data(blocks):
 @pytest.mark.parametrize(
     "params, match",
     [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator"),
-     ({"noise": "diagonal"}, "noise")],
+     ({"noise": "diagonal"}, "noise"), ({"gaussian_weight": 1.5}, "gaussian_weight"),
+     ({"gaussian_weight": "half"}, "gaussian_weight")],
 )
 def test_parameter_validation(blocks, params, match):
     with pytest.raises(ValueError, match=match):

@@ -34,7 +34,8 @@ __all__ = ["IBPImputer"]
 _NAN_ESTIMATORS = "IBPFactorAnalysis, DistanceDependentIBP or NoisyOrHierarchy"
 
 #: Weight of the plain multivariate Gaussian (no feature) in the averaged imputation of
-#: ``noise="full"`` (chosen on the benchmark of doc/imputation.rst).
+#: ``noise="full"`` with the imputer's own model, what ``gaussian_weight="auto"`` means
+#: then (chosen on the benchmark of doc/imputation.rst).
 DEFAULT_GAUSSIAN_WEIGHT = 0.5
 
 #: The default model's fixed noise and feature standard deviations, as fractions of the
@@ -97,7 +98,7 @@ class IBPImputer(_BaseImputer):
         and a real-valued likelihood.
         ``"model"``: the estimator's own (isotropic) noise, through its ``transform``
         and ``inverse_transform``; always used for the other estimators.
-    gaussian_weight : float in [0, 1], default=0.5
+    gaussian_weight : "auto" or float in [0, 1], default="auto"
         With ``noise="full"``: the weight of a second model in the imputation, the
         plain multivariate Gaussian of the columns (no feature, its covariance
         estimated by EM from the training rows), whose predictive mean of the missing
@@ -107,11 +108,13 @@ class IBPImputer(_BaseImputer):
         the mixture of the two models with these weights (with
         ``sample_posterior=True``, each call of ``transform`` draws from the Gaussian
         with probability ``gaussian_weight``, else from the feature model). 0 uses the
-        feature model alone, 1 the Gaussian alone. The binary features of the IBP
-        describe groups of rows well and linear relations only in steps; on the real
-        tables of :doc:`/imputation` neither model is best everywhere and the even
-        average beats both. Ignored with ``noise="model"`` and for estimators that
-        ``"full"`` does not serve.
+        feature model alone, 1 the Gaussian alone. ``"auto"``: 0.5 with the imputer's
+        own model (``estimator=None``), whose binary features describe groups of rows
+        well and linear relations only in steps (on the real tables of
+        :doc:`/imputation` neither model is best everywhere and the even mixture beats
+        both); 0 with an ``estimator`` you give, which is then your model of the data
+        (a dd-IBP with a time covariate, say). Ignored with ``noise="model"`` and for
+        estimators that ``"full"`` does not serve.
     add_indicator : bool, default=False
         Append a :class:`~sklearn.impute.MissingIndicator` of the columns that had
         missing entries in ``fit``.
@@ -128,6 +131,9 @@ class IBPImputer(_BaseImputer):
         The fitted clone of ``estimator``, fitted on the columns with an observed entry
         and the rows with an observed entry among them (a dd-IBP's ``covariate_columns``
         renumbered when columns before them were dropped).
+    gaussian_weight_ : float
+        The weight of the plain Gaussian in the imputation (what ``"auto"`` resolved
+        to; 0 when ``noise="full"`` does not apply).
     indicator_ : MissingIndicator or None
         The indicator of missing values, when ``add_indicator=True``.
     n_features_in_ : int
@@ -193,7 +199,7 @@ class IBPImputer(_BaseImputer):
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "sample_posterior": ["boolean"],
         "noise": [StrOptions({"full", "model"})],
-        "gaussian_weight": [Interval(Real, 0, 1, closed="both")],
+        "gaussian_weight": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
     }
 
@@ -205,7 +211,7 @@ class IBPImputer(_BaseImputer):
         n_samples=10,
         sample_posterior=False,
         noise="full",
-        gaussian_weight=DEFAULT_GAUSSIAN_WEIGHT,
+        gaussian_weight="auto",
         add_indicator=False,
         keep_empty_features=False,
         random_state=None,
@@ -253,6 +259,13 @@ class IBPImputer(_BaseImputer):
                 f"the data; IBPImputer needs {_NAN_ESTIMATORS}."
             )
         return estimator
+
+    def _resolve_gaussian_weight(self) -> float:
+        """The weight of the plain Gaussian: ``gaussian_weight``, or what ``"auto"``
+        means for this ``estimator``."""
+        if self.gaussian_weight != "auto":
+            return float(self.gaussian_weight)
+        return DEFAULT_GAUSSIAN_WEIGHT if self.estimator is None else 0.0
 
     # -- fitting ------------------------------------------------------------------------
     # Not skipped: the wrapped estimator's fit validates its own parameters.
@@ -316,17 +329,19 @@ class IBPImputer(_BaseImputer):
             train = X_model[filled_rows][:, data]
             views = _posterior_views(estimator, train, chosen)
             covariances = gaussian_covariance = None
+            weight = self._resolve_gaussian_weight()
             if self.noise == "full" and all(
                 _takes_full_noise(view) for view in views
             ):
                 covariances = _residual_covariances(views, train)
-                if self.gaussian_weight > 0.0:
+                if weight > 0.0:
                     gaussian_covariance = _residual_covariances(
                         [_NoFeatures(views[0].mean_, train.shape[0])], train)[0]
         self.estimator_ = estimator
         self._views = views
         self._covariances = covariances
         self._gaussian_covariance = gaussian_covariance
+        self.gaussian_weight_ = weight if gaussian_covariance is not None else 0.0
         self._data = data
         self._valid_mask = valid
         self._draw_seed = draw_seed
@@ -361,11 +376,11 @@ class IBPImputer(_BaseImputer):
         """The imputation under features plus correlated noise, averaged over the views
         (one draw from the single view with ``sample_posterior=True``; see
         :mod:`sklearn_ibp.likelihoods.correlated_noise`), mixed with the plain Gaussian's
-        with weight ``gaussian_weight``."""
+        with weight ``gaussian_weight_``."""
         total = 0.0
         groups = None
         rng = np.random.default_rng(self._draw_seed) if self.sample_posterior else None
-        weight = self.gaussian_weight if self._gaussian_covariance is not None else 0.0
+        weight = self.gaussian_weight_
         if rng is not None and weight > 0.0:
             # One draw from the mixture: the model first, then the entries from it.
             weight = 1.0 if rng.random() < weight else 0.0
