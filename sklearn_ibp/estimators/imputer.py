@@ -56,7 +56,9 @@ class IBPImputer(_BaseImputer):
     (estimated by EM from the observed entries) and a row's missing entries are filled
     with ``E[z | x_o] A_m + mean_m + Sigma_mo Sigma_oo^-1 (x_o - E[z | x_o] A_o -
     mean_o)``; with ``noise="model"`` with the model's own predictive,
-    ``E[z | x_o] A_m + mean_m``. See :doc:`/imputation` for the measurements.
+    ``E[z | x_o] A_m + mean_m``. With ``noise="full"`` and the imputer's own model, that
+    is averaged evenly with the plain multivariate Gaussian's conditional mean of the
+    missing entries (``gaussian_weight``). See :doc:`/imputation` for the measurements.
 
     Parameters
     ----------
