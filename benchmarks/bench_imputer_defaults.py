@@ -15,6 +15,7 @@ Usage::
     python benchmarks/bench_imputer_defaults.py            # the table of every set
     python benchmarks/bench_imputer_defaults.py --grid     # the noise-level grid
     python benchmarks/bench_imputer_defaults.py --digits   # time on 1797 x 64 digits
+    python benchmarks/bench_imputer_defaults.py --weights  # gaussian_weight, hidden-entry seeds 0-4
 
 Every imputer runs with one BLAS thread (on a shared two-core machine BLAS threads only
 contend), in the same process, one after the other.
@@ -88,6 +89,8 @@ IMPUTERS = {
     "KNNImputer": lambda: KNNImputer(),
     "IterativeImputer": lambda: IterativeImputer(random_state=0),
     "IBPImputer": lambda: IBPImputer(random_state=0),
+    # The defaults before the Gaussian was mixed in: the feature model alone.
+    "features alone": lambda: IBPImputer(gaussian_weight=0.0, random_state=0),
     # The defaults before issue 20: IBPFactorAnalysis() with its noise sampled, and the
     # predictive of that model alone (isotropic noise).
     "former IBPImputer": lambda: IBPImputer(IBPFactorAnalysis(), noise="model",
@@ -134,6 +137,33 @@ def grid():
         imputer_module.DEFAULT_SIGMA_X, imputer_module.DEFAULT_SIGMA_A = default
 
 
+def weights():
+    """RMSE over the best of KNNImputer and IterativeImputer, for ``gaussian_weight`` in a
+    grid, on the four tables of issue 20 with hidden-entry seeds 0-4."""
+    sets = ["pbc", "biopsy", "olive", "eustock"]
+    grid_ = (0.0, 0.25, 0.4, 0.5, 0.6, 0.75, 1.0)
+    print(f"{'data':<10}{'seed':>5}" + "".join(f"{w:>8}" for w in grid_) + f"{'best':>11}")
+    ratios = []
+    for name in sets:
+        for seed in range(5):
+            Xs, X_missing, hidden = hide(load(name), seed)
+            best = {}
+            for label in ("KNNImputer", "IterativeImputer"):
+                filled, _ = run(IMPUTERS[label](), X_missing)
+                best[label] = rmse(Xs, filled, hidden)
+            label = min(best, key=best.get)
+            row = []
+            for w in grid_:
+                filled, _ = run(IBPImputer(gaussian_weight=w, random_state=0), X_missing)
+                row.append(rmse(Xs, filled, hidden) / best[label])
+            ratios.append(row)
+            print(f"{name:<10}{seed:>5}" + "".join(f"{r:>8.3f}" for r in row)
+                  + f"{label[:-7]:>11}", flush=True)
+    ratios = np.array(ratios)
+    print(f"{'mean':<15}" + "".join(f"{r:>8.4f}" for r in ratios.mean(axis=0)))
+    print(f"{'lowest of 20':<15}" + "".join(f"{n:>8d}" for n in (ratios <= 1.0).sum(axis=0)))
+
+
 def digits():
     """1797 x 64 digits (raw grey levels), 10% hidden: RMSE and time, same process."""
     X = load_digits().data
@@ -152,9 +182,12 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--grid", action="store_true")
     parser.add_argument("--digits", action="store_true")
+    parser.add_argument("--weights", action="store_true")
     args = parser.parse_args()
     if args.grid:
         grid()
+    elif args.weights:
+        weights()
     elif args.digits:
         digits()
     else:

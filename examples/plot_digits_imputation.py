@@ -58,7 +58,9 @@ print(f"{X.shape[0]} digits, {hidden.sum()} of {hidden.size} pixels hidden")
 # inferred from its observed pixels under that noise, and a hidden pixel is filled with
 # ``E[z | observed] A`` plus the Gaussian regression of its residual on the observed
 # residuals. The features carry the groups of digits, the covariance the strokes that
-# vary together within them (see :doc:`/imputation`).
+# vary together within them. That is averaged evenly (``gaussian_weight=0.5``) with the
+# plain Gaussian's regression of the hidden pixels on the observed ones (see
+# :doc:`/imputation`).
 
 imputers = {
     "SimpleImputer (mean)": SimpleImputer(strategy="mean"),

