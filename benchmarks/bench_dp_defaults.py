@@ -173,6 +173,8 @@ def chain_lengths(n_seeds=5, lengths=(300, 1000), all_rows=False):
                           f"alpha {model.traces_['alpha'][0, kept].mean():.2f}; held-out "
                           f"{held:.3f}; {seconds:.1f} s", flush=True)
             for key in sorted({k[0] for k in means}):
+                if key == "held-out" and X_held is None:
+                    continue
                 values = [np.mean(means[(key, n)]) for n in lengths]
                 verdict = "not lower" if values[-1] >= values[0] else "LOWER"
                 print(f"{name:12s} {config:18s} mean over {n_seeds} seeds, {key}: "
