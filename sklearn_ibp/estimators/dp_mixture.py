@@ -46,8 +46,9 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
     Parameters
     ----------
     alpha : float, default=1.0
-        DP concentration (its starting value when ``sample_hyperparameters=True``; then
-        ``1 / alpha ~ Gamma(1/2, 1/2)``, eq. 3.56).
+        DP concentration: its starting value when ``sample_hyperparameters`` and
+        ``sample_alpha`` are True (the defaults; then ``1 / alpha ~ Gamma(1/2, 1/2)``,
+        eq. 3.56), otherwise held at this value.
     base : {"conjugate", "conditionally_conjugate"} or base object, \
             default="conditionally_conjugate"
         The base distribution ``G_0`` of Gaussian components, by name or as an object of
@@ -99,7 +100,16 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
         chains returned before it, in chain order (the others keep their starting state).
     sample_hyperparameters : bool, default=True
-        Resample ``alpha`` and the base's hyperparameters every sweep.
+        Resample the base's hyperparameters (and ``alpha`` if ``sample_alpha=True``)
+        every sweep.
+    sample_alpha : bool, default=True
+        Resample ``alpha`` every sweep under ``1 / alpha ~ Gamma(1/2, 1/2)`` (Görür 2007,
+        eq. 3.56), when ``sample_hyperparameters=True``. False holds ``alpha`` at its
+        value while the base's hyperparameters are still resampled (with
+        ``sample_hyperparameters=False`` those are held too, which on data whose clusters
+        are much tighter than the data's covariance merges them: two clusters for the four
+        kinds of crabs). A resampled ``alpha`` follows the number of clusters up, and the
+        number of clusters follows ``alpha``; see the user guide ("Longer chains").
     warm_start : bool, default=False
         Continue the previous chains for ``n_iter`` more sweeps (on the same ``X``).
     random_state : int, RandomState instance or None, default=None
@@ -151,6 +161,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         "solver": [StrOptions({"auto", *DP_SOLVERS}), HasMethods(["initialize", "sweep"])],
         "init": [StrOptions({"auto", "single", "kmeans"})],
         "point_estimate": [StrOptions({"vi", "binder", "best_sample"})],
+        "sample_alpha": ["boolean"],
     }
 
     _trace_names = ("log_joint", "n_clusters", "alpha")
@@ -170,6 +181,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         n_chains=1,
         n_jobs=None,
         sample_hyperparameters=True,
+        sample_alpha=True,
         warm_start=False,
         random_state=None,
         verbose=0,
@@ -187,6 +199,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         self.n_chains = n_chains
         self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
+        self.sample_alpha = sample_alpha
         self.warm_start = warm_start
         self.random_state = random_state
         self.verbose = verbose
@@ -338,7 +351,8 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
             params = solver.cluster_parameters(state, state.base, rng)
             state.base.update_hyperparameters(params, rng)
             solver.set_hyperparameters(state, state.base)
-            state.alpha = solver.sample_alpha(state, rng)
+            if self.sample_alpha:
+                state.alpha = solver.sample_alpha(state, rng)
 
     def _log_joint(self, solver, state) -> float:
         """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters
