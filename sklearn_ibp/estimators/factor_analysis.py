@@ -33,7 +33,6 @@ __all__ = ["IBPFactorAnalysis"]
 
 #: Largest number of features for which transform and score enumerate all 2^K patterns.
 MAX_EXACT_FEATURES = 12
-_LOG_2PI = np.log(2.0 * np.pi)
 #: The methods a solver object must have (see :class:`sklearn_ibp.solvers.BaseIBPSolver`).
 SOLVER_METHODS = (
     "initialize", "sweep", "log_likelihood", "sample_features", "set_hyperparameters",
@@ -791,172 +790,47 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         rate = np.full(n, self.alpha_ * self.beta / (self.beta + self._n_train))
         return X - self.mean_, log_odds, rate
 
+    def _predictive_likelihood(self):
+        """The likelihood object whose methods give the predictive of new rows."""
+        return _likelihood_class(self.likelihood, self._weights)()
+
     def _config_log_joint(self, Xc, patterns, log_odds, rate, n_new_max=0):
         """``log p(z, x_obs)`` for every row and every feature pattern in ``patterns``.
 
-        For ``"gaussian"`` the features are held at their posterior:
-        ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the observed entries, and with
-        ``n_new_max > 0`` the result also sums over up to that many new features of the
-        row (each adds ``s_a^2`` to the variance), as a log predictive. For the other
-        likelihoods (and for ``weights="gaussian"``, whose weights are integrated out
-        instead) the features are the kept sample's and new features are left out (their
-        contribution has no closed form). Returns an array of shape (n_rows, n_patterns).
+        The prior's ``log p(z)`` plus the likelihood's ``log p(x_obs | z)``: for
+        ``"gaussian"`` the features are held at their posterior and with
+        ``n_new_max > 0`` up to that many new features of the row are summed over
+        (:meth:`LinearGaussianFeatures.pattern_log_predictive`); for the other likelihoods
+        (and for ``weights="gaussian"``, whose weights are integrated out instead) the
+        features are the kept sample's and new features are left out (their contribution
+        has no closed form). Returns an array of shape (n_rows, n_patterns).
         """
         log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0), per row
         log_prior = log_odds @ patterns.T + log_off.sum(axis=1)[:, None]
-        if self.likelihood == "bernoulli":
-            return log_prior + self._noisy_or_pattern_log_likelihood(Xc, patterns)
-        if self._weighted():
-            observed = ~np.isnan(Xc)
-            return log_prior + RealWeightedGaussian().pattern_log_likelihood(
-                np.where(observed, Xc, 0.0), observed, patterns, self.components_,
-                self.likelihood_params_,
-            )
-        if self.likelihood != "gaussian":
-            n_new_max = 0
-        M, S = self.components_, self._feature_cov
-        sx2 = self.sigma_x_**2
-        sa2 = self.sigma_a_**2 if n_new_max else 0.0
-        pattern_means = patterns @ M  # (P, D)
-        var = sx2 + np.einsum("pk,kj,pj->p", patterns, S, patterns)
+        lik = self._predictive_likelihood()
         observed = ~np.isnan(Xc)
         X0 = np.where(observed, Xc, 0.0)
-        n_obs = observed.sum(axis=1)[:, None].astype(float)
-        # ||x_o - (zM)_o||^2 = ||x_o||^2 - 2 x_o.(zM) + ||(zM)_o||^2
-        sq = (
-            np.sum(X0**2, axis=1)[:, None]
-            - 2.0 * X0 @ pattern_means.T
-            + observed.astype(float) @ (pattern_means**2).T
-        )
-        rate = np.asarray(rate, dtype=float)[:, None]
-        terms = []
-        for j in range(n_new_max + 1):
-            v = var[None, :] + j * sa2
-            log_poisson = j * np.log(rate) - rate - np.sum(np.log(np.arange(1, j + 1)))
-            terms.append(log_poisson - 0.5 * n_obs * (_LOG_2PI + np.log(v)) - 0.5 * sq / v)
-        log_lik = terms[0] if n_new_max == 0 else logsumexp(np.stack(terms), axis=0)
-        return log_prior + log_lik
-
-    def _noisy_or_log_terms(self, counts):
-        """``(log P(x = 1), log P(x = 0))`` of entries reached by ``counts`` features."""
-        log_eps = np.log(self.likelihood_params_["epsilon"])
-        log_lam = np.log(self.likelihood_params_["lambda"])
-        log_zero = log_eps + counts * log_lam
-        with np.errstate(divide="ignore"):
-            return np.log(-np.expm1(log_zero)), log_zero
-
-    def _noisy_or_pattern_log_likelihood(self, X, patterns):
-        """``log p(x_obs | z, A)`` of the leaky noisy-or (eq. A.4), rows x patterns."""
-        observed = ~np.isnan(X)
-        ones = (observed & (X > 0.5)).astype(float)
-        zeros = (observed & (X <= 0.5)).astype(float)
-        counts = patterns @ self.components_  # (P, D): features reaching each entry
-        log_one, log_zero = self._noisy_or_log_terms(counts)
-        # A one no feature can explain has probability 1 - epsilon > 0, so log_one is
-        # finite wherever it is used; 0 * -inf is avoided by masking.
-        return _masked_dot(ones, log_one) + zeros @ log_zero.T
+        if self.likelihood == "bernoulli" or self._weighted():
+            return log_prior + lik.pattern_log_likelihood(
+                X0, observed, patterns, self.components_, self.likelihood_params_)
+        if self.likelihood != "gaussian":
+            n_new_max = 0
+        return log_prior + lik.pattern_log_predictive(
+            X0, observed, patterns, self.components_, self._feature_cov,
+            self.likelihood_params_, rate, n_new_max)
 
     def _all_patterns(self):
         K = self.n_components_
         codes = np.arange(2**K)
         return ((codes[:, None] >> np.arange(K)[None, :]) & 1).astype(float)
 
-    def _mean_field(self, Xc, log_odds, n_steps=50):
-        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M).
-
-        For ``"bernoulli"`` see :meth:`_noisy_or_mean_field`.
-
-        Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
-        (a fixed count: a convergence test over the batch would tie rows together).
-        """
-        if self.likelihood == "bernoulli":
-            return self._noisy_or_mean_field(Xc, log_odds)
-        if self._weighted():
-            return self._weighted_mean_field(Xc, log_odds)
-        M = np.ascontiguousarray(self.components_)
-        sx2 = self.sigma_x_**2
-        observed = (~np.isnan(Xc)).astype(float)
-        X0 = np.where(observed > 0, Xc, 0.0)
-        q = expit(log_odds)
-        # Residual x - q M over the observed entries, kept current feature by feature so
-        # a step costs O(N K D) rather than rebuilding q M for every feature.
-        resid = (X0 - q @ M) * observed
-        half_sq_norms = 0.5 * observed @ (M**2).T  # (N, K): observed part of |M_k|^2 / 2
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                resid += np.outer(q[:, k], M[k]) * observed  # take feature k out
-                gain = (resid @ M[k] - half_sq_norms[:, k]) / sx2
-                # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
-                q[:, k] = expit(log_odds[:, k] + gain)
-                resid -= np.outer(q[:, k], M[k]) * observed
-        return q
-
-    def _noisy_or_mean_field(self, X, log_odds, n_steps=10):
-        """``q(z_k = 1)`` for the noisy-or likelihood with many features.
-
-        Iterated conditional modes with soft outputs: feature by feature, for all rows at
-        once, ``q_k`` is the conditional probability of ``z_k = 1`` given the other
-        features at their current mode, which is then updated; ``n_steps`` passes (a
-        fixed count, so that a row's result depends on that row only).
-        """
-        A = self.components_
-        observed = ~np.isnan(X)
-        ones = (observed & (X > 0.5)).astype(float)
-        zeros = (observed & (X <= 0.5)).astype(float)
-        q = expit(log_odds)
-        mode = (q > 0.5).astype(float)
-        counts = mode @ A
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                base = counts - np.outer(mode[:, k], A[k])
-                reach = A[k] > 0.5
-                if not reach.any():
-                    q[:, k] = expit(log_odds[:, k])
-                else:
-                    one_on, zero_on = self._noisy_or_log_terms(base[:, reach] + 1.0)
-                    one_off, zero_off = self._noisy_or_log_terms(base[:, reach])
-                    gain = (
-                        np.sum(np.where(ones[:, reach] > 0, one_on - one_off, 0.0), axis=1)
-                        + np.sum(zeros[:, reach] * (zero_on - zero_off), axis=1)
-                    )
-                    q[:, k] = expit(log_odds[:, k] + gain)
-                mode[:, k] = q[:, k] > 0.5
-                counts = base + np.outer(mode[:, k], A[k])
-        return q
-
-    def _weighted_mean_field(self, Xc, log_odds, n_steps=5):
-        """``q(z_k = 1)`` for the real-weighted model with many features.
-
-        As :meth:`_noisy_or_mean_field`: feature by feature for all rows at once, ``q_k``
-        is the conditional probability of ``z_k = 1`` given the other features at their
-        current mode, with the weights integrated out; ``n_steps`` passes.
-        """
-        lik = RealWeightedGaussian()
+    def _mean_field(self, Xc, log_odds):
+        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at
+        ``components_``), from the likelihood's ``mean_field``."""
         observed = ~np.isnan(Xc)
-        X0 = np.where(observed, Xc, 0.0)
-        A, params = self.components_, self.likelihood_params_
-
-        def row_log_likelihood(modes):
-            # Rows sharing a pattern share its Woodbury factors: one call per pattern.
-            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
-            inverse = np.ravel(inverse)
-            out = np.empty(Xc.shape[0])
-            for u in range(unique.shape[0]):
-                rows = np.flatnonzero(inverse == u)
-                out[rows] = lik.pattern_log_likelihood(
-                    X0[rows], observed[rows], unique[u : u + 1], A, params)[:, 0]
-            return out
-
-        q = expit(log_odds)
-        mode = q > 0.5
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                on, off = mode.copy(), mode.copy()
-                on[:, k], off[:, k] = True, False
-                gain = row_log_likelihood(on) - row_log_likelihood(off)
-                q[:, k] = expit(log_odds[:, k] + gain)
-                mode[:, k] = q[:, k] > 0.5
-        return q
+        return self._predictive_likelihood().mean_field(
+            np.where(observed, Xc, 0.0), observed, log_odds, self.components_,
+            self.likelihood_params_)
 
     def _expected_weights(self, Xc, log_odds):
         """``E[w_n | x_n]`` of the real-weighted model, features held at ``components_``:
@@ -969,14 +843,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         N = Xc.shape[0]
         if self.n_components_ > MAX_EXACT_FEATURES:
             modes = self._mean_field(Xc, log_odds) > 0.5
-            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
-            inverse = np.ravel(inverse)
-            out = np.empty((N, self.n_components_))
-            for u in range(unique.shape[0]):
-                rows = np.flatnonzero(inverse == u)
-                out[rows] = lik.expected_weights(X0[rows], observed[rows], unique[u : u + 1],
-                                                 np.ones((rows.size, 1)), A, params)
-            return out
+            return lik.expected_weights_given_patterns(X0, observed, modes, A, params)
         patterns = self._all_patterns()
         out = np.empty((N, self.n_components_))
         for start in range(0, N, 512):
@@ -1006,15 +873,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             index = (cdf < rng.random((N, 1)) * cdf[:, -1:]).sum(axis=1)
             Z = patterns[np.minimum(index, patterns.shape[0] - 1)] > 0.5
         observed = ~np.isnan(Xc)
-        mean, cov = RealWeightedGaussian().weight_posterior(
+        return RealWeightedGaussian().draw_weights(
             np.where(observed, Xc, 0.0), observed, Z, self.components_,
-            self.likelihood_params_)
-        W = np.zeros((N, K))
-        for n in range(N):
-            S = np.flatnonzero(Z[n])
-            if S.size:
-                W[n, S] = rng.multivariate_normal(mean[n, S], cov[n][np.ix_(S, S)])
-        return W
+            self.likelihood_params_, rng)
 
     def transform(self, X):
         """Posterior probability that each row has each fitted feature.
@@ -1088,7 +949,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"fitted feature); got {Z.shape}."
             )
         if self.likelihood == "bernoulli":
-            return -np.expm1(self._noisy_or_log_terms(Z @ self.components_)[1])
+            return -np.expm1(LeakyNoisyOr.log_terms(Z @ self.components_,
+                                                    self.likelihood_params_)[1])
         return Z @ self.components_ + self.mean_
 
     def score_samples(self, X):
@@ -1186,17 +1048,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     @property
     def _n_features_out(self):
         return self.n_components_
-
-
-def _masked_dot(weights, log_values):
-    """``weights @ log_values.T`` where ``log_values`` may be ``-inf`` at zero weights."""
-    finite = np.where(np.isfinite(log_values), log_values, 0.0)
-    out = weights @ finite.T
-    bad = ~np.isfinite(log_values)
-    if bad.any():
-        hits = weights @ bad.T.astype(float)
-        out[hits > 0] = -np.inf
-    return out
 
 
 def _check_missing_pattern(missing):
