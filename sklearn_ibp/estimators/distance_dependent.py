@@ -144,15 +144,9 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self.max_features = max_features
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     # IBPFactorAnalysis reads these; the dd-IBP has no stickiness and one solver.
     beta = 1.0

@@ -16,7 +16,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler, _chain_seeds, warn_no_features
+from ..base import BaseIBPSampler, _chain_seeds, document_loop_parameters, warn_no_features
 from ..distributed import PARALLEL_SOLVERS
 from ..likelihoods import (
     ExponentialGaussian,
@@ -77,6 +77,33 @@ def _serves(solver_or_class, likelihood: str, weights: str = "binary") -> bool:
     return _likelihood_class(likelihood, weights).name in names
 
 
+#: The docstring entry of ``sample_hyperparameters`` (the loop parameters' entries are shared,
+#: see :func:`sklearn_ibp.base.loop_parameters_doc`).
+_SAMPLE_HYPERPARAMETERS_DOC = """\
+sample_hyperparameters : bool, default=True
+    Resample ``alpha`` and the likelihood's parameters every sweep from their
+    conditionals (a Gamma(1, 1) prior on ``alpha``, sec. 5.1; Gamma(1, v) priors on
+    the precisions with ``v`` the mean square of the entries of ``X``, so that a fit
+    does not depend on the units of ``X``; Gamma(1, sqrt(v)) on the exponential rate;
+    uniform on the noisy-or probabilities); the
+    values given (or their defaults) are then where the chains start. False keeps
+    them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
+    is usually too small and the model too rich.
+"""
+
+
+@document_loop_parameters(
+    100, _SAMPLE_HYPERPARAMETERS_DOC,
+    n_jobs="A solver whose shards run on Dask needs ``n_jobs=None``.",
+    warm_start=(
+        "The chains continue on the ``X`` now given, which must have the same shape.\n"
+        "The solver that drew the chains continues them, with any parameter changed\n"
+        "since by ``set_params(solver__name=value)`` (for example\n"
+        "``solver__correction=\"metropolis\"`` of\n"
+        ":class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another\n"
+        "class is refused."
+    ),
+)
 class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
     """Infinite binary factor analysis: latent feature models with an IBP prior.
 
@@ -150,45 +177,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         :class:`~sklearn_ibp.distributed.ParallelAccelerated`, see :doc:`/parallel`); see
         :doc:`/choosing_solver`. A solver that cannot serve
         ``likelihood`` (and ``weights``) is refused with an error naming those that can.
-    n_iter : int, default=100
-        Sweeps per chain.
-    burn_in : int or None, default=None
-        Sweeps discarded at the start of each chain; None discards the first half.
-    thin : int, default=1
-        Keep every ``thin``-th sweep after the burn-in.
-    n_chains : int, default=1
-        Independent chains, each from its own random stream.
-    n_jobs : int or None, default=None
-        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
-        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
-        uses all processors. Each chain keeps its own random stream, so the result is
-        bit-identical to ``n_jobs=None`` for the same ``random_state`` (a solver whose
-        shards run on Dask needs ``n_jobs=None``). In parallel the
-        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
-        chains returned before it, in chain order (the others keep their starting state).
-    sample_hyperparameters : bool, default=True
-        Resample ``alpha`` and the likelihood's parameters every sweep from their
-        conditionals (a Gamma(1, 1) prior on ``alpha``, sec. 5.1; Gamma(1, v) priors on
-        the precisions with ``v`` the mean square of the entries of ``X``, so that a fit
-        does not depend on the units of ``X``; Gamma(1, sqrt(v)) on the exponential rate;
-        uniform on the noisy-or probabilities); the
-        values given (or their defaults) are then where the chains start. False keeps
-        them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
-        is usually too small and the model too rich.
-    warm_start : bool, default=False
-        Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
-        every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
-        on the ``X`` now given, which must have the same shape (and ``n_chains`` must be
-        unchanged). A chain stopped by ``KeyboardInterrupt`` continues from its last
-        completed sweep. The solver that drew the chains continues them, with any
-        parameter changed since by ``set_params(solver__name=value)`` (for example
-        ``solver__correction="metropolis"`` of
-        :class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another class
-        is refused.
-    random_state : int, RandomState instance or None, default=None
-        Seeds every chain, numba kernels included: the same seed gives the same result.
-    verbose : int, default=0
-        Show a progress bar with the iteration, K and the log joint.
+    %(loop_parameters)s
 
     Attributes
     ----------
@@ -291,7 +280,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
-        "n_jobs": [Integral, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS))],
@@ -338,15 +326,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self.sigma_a = sigma_a
         self.max_features = max_features
         self.solver = solver
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
