@@ -337,6 +337,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return tags
 
     # -- fitting ------------------------------------------------------------------------
+    #: The solvers ``solver`` names (a subclass with other solvers sets its own).
+    _solvers = ALL_SOLVERS
+
     def _resolve_solver(self):
         if isinstance(self.solver, str):
             solver = ALL_SOLVERS[self.solver]()
@@ -393,7 +396,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         solver = self._solver
         name = getattr(solver, "name", type(solver).__name__)
-        wanted = ALL_SOLVERS.get(self.solver) if isinstance(self.solver, str) else type(
+        wanted = self._solvers.get(self.solver) if isinstance(self.solver, str) else type(
             self.solver)
         if wanted is not type(solver):
             raise ValueError(
