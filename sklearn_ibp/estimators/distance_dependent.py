@@ -5,7 +5,7 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import _fit_context, clone
+from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
@@ -166,11 +166,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
     _solvers = DDIBP_SOLVERS
 
     def _resolve_solver(self):
-        if isinstance(self.solver, str):
-            solver = DDIBP_SOLVERS[self.solver]()
-        else:
-            # A copy, so a fit never changes the user's object.
-            solver = clone(self.solver, safe=False)
+        solver = self._new_solver()
         if hasattr(solver, "_validate_params"):
             solver._validate_params()
         return solver

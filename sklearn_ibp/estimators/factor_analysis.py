@@ -340,13 +340,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     #: The solvers ``solver`` names (a subclass with other solvers sets its own).
     _solvers = ALL_SOLVERS
 
-    def _resolve_solver(self):
+    def _new_solver(self):
+        """A new solver: the registered one ``solver`` names, or a copy of the object."""
         if isinstance(self.solver, str):
-            solver = ALL_SOLVERS[self.solver]()
-        else:
-            # safe=False: a duck-typed solver without get_params is deep-copied, so the
-            # user's object is never mutated by a fit.
-            solver = clone(self.solver, safe=False)
+            return self._solvers[self.solver]()
+        # safe=False: a duck-typed solver without get_params is deep-copied, so the
+        # user's object is never mutated by a fit.
+        return clone(self.solver, safe=False)
+
+    def _resolve_solver(self):
+        solver = self._new_solver()
         name = getattr(solver, "name", type(solver).__name__)
         if self._weights != "binary" and self.likelihood != "gaussian":
             raise ValueError(
