@@ -369,8 +369,11 @@ class _GaussianNoise(FeatureLikelihood):
 
         With ``n_new_max > 0`` it also sums over up to that many new features of the row,
         ``Poisson(rate_n)`` of them, each adding ``params["sigma_a"]^2`` to the variance, as a log
-        predictive density. ``cov`` of zeros holds the features at ``mean``. ``X`` may
-        hold any finite value where ``observed`` is False. Shape (n_rows, n_patterns).
+        predictive density; with a ``rate`` the result includes the Poisson probability
+        of the row's new features (``exp(-rate_n)`` for none), with ``rate=None`` it is the
+        likelihood of the pattern alone. ``cov`` of zeros holds the features at ``mean``.
+        ``X`` may hold any finite value where ``observed`` is False. Shape
+        (n_rows, n_patterns).
         """
         sx2 = float(params["sigma_x"]) ** 2
         sa2 = float(params["sigma_a"]) ** 2 if n_new_max else 0.0
@@ -384,6 +387,10 @@ class _GaussianNoise(FeatureLikelihood):
             - 2.0 * X0 @ pattern_means.T
             + observed.astype(float) @ (pattern_means**2).T
         )
+        if rate is None:  # no new features: the plain likelihood of each pattern
+            if n_new_max:
+                raise ValueError("n_new_max > 0 needs the rate of new features, rate.")
+            return -0.5 * n_obs * (_LOG_2PI + np.log(var[None, :])) - 0.5 * sq / var[None, :]
         rate = np.asarray(rate, dtype=float)[:, None]
         terms = []
         for j in range(n_new_max + 1):
