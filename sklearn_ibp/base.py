@@ -31,6 +31,100 @@ __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
 TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
 
+#: The parameters of the sampling loop, declared once: their constraints. Every sampling
+#: estimator takes them, in this order, after its model's parameters (``InfiniteEBA``
+#: takes ``sample_alpha`` for ``sample_hyperparameters``); its ``__init__`` stores them
+#: with :meth:`BaseIBPSampler._set_loop_parameters` and its docstring describes them
+#: with :func:`loop_parameters_doc`.
+LOOP_PARAMETER_CONSTRAINTS: dict = {
+    "n_iter": [Interval(Integral, 1, None, closed="left")],
+    "burn_in": [Interval(Integral, 0, None, closed="left"), None],
+    "thin": [Interval(Integral, 1, None, closed="left")],
+    "n_chains": [Interval(Integral, 1, None, closed="left")],
+    "n_jobs": [Integral, None],
+    "sample_hyperparameters": ["boolean"],
+    "warm_start": ["boolean"],
+    "random_state": ["random_state"],
+    "verbose": ["verbose"],
+}
+
+#: Where :func:`loop_parameters_doc` goes in an estimator's docstring (a line of its
+#: Parameters section).
+LOOP_PARAMETERS_DOC = "    %(loop_parameters)s\n"
+
+_LOOP_PARAMETERS_TEXT = {
+    "n_iter": """n_iter : int, default={n_iter}
+    Sweeps per chain.""",
+    "burn_in": """burn_in : int or None, default=None
+    Sweeps discarded at the start of each chain; None discards the first half
+    (``n_iter // 2``).""",
+    "thin": """thin : int, default=1
+    Keep every ``thin``-th sweep after the burn-in.""",
+    "n_chains": """n_chains : int, default=1
+    Independent chains, each from its own random stream; their kept samples are
+    pooled.""",
+    "n_jobs": """n_jobs : int or None, default=None
+    Number of chains run at the same time when ``n_chains > 1``, in joblib worker
+    processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
+    uses all processors. Each chain keeps its own random stream, so the result is
+    bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
+    progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
+    chains returned before it, in chain order (the others keep their starting state).""",
+    "warm_start": """warm_start : bool, default=False
+    Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
+    every ``thin``-th (no burn-in), instead of starting new ones; ``n_chains`` must be
+    unchanged. A chain stopped by ``KeyboardInterrupt`` continues from its last
+    completed sweep.""",
+    "random_state": """random_state : int, RandomState instance or None, default=None
+    Seeds every chain, numba kernels included: the same seed gives the same result.""",
+    "verbose": """verbose : int, default=0
+    Show a progress bar of the sweeps.""",
+}
+
+
+def loop_parameters_doc(n_iter: int, sample_hyperparameters: str, /, **extra: str) -> str:
+    """The numpydoc entries of the loop parameters, indented for a class docstring.
+
+    Parameters
+    ----------
+    n_iter : int
+        The estimator's default ``n_iter``.
+    sample_hyperparameters : str
+        The whole entry of the estimator's ``sample_hyperparameters`` (or its
+        counterpart), name line included, unindented; it goes after ``n_jobs``.
+    **extra : str
+        Sentences appended to a parameter's description, keyed by its name.
+    """
+    entries = []
+    for name, text in _LOOP_PARAMETERS_TEXT.items():
+        text = text.format(n_iter=n_iter)  # the default
+        if name in extra:
+            text += "\n    " + extra.pop(name).strip().replace("\n", "\n    ")
+        entries.append(text)
+        if name == "n_jobs":
+            entries.append(sample_hyperparameters.strip())
+    if extra:
+        raise ValueError(f"no loop parameter named {sorted(extra)}")
+    lines = "\n".join(entries).splitlines()
+    return "".join(f"    {line}\n" if line else "\n" for line in lines)
+
+
+def document_loop_parameters(n_iter: int, sample_hyperparameters: str, /, **extra: str):
+    """Class decorator: put :func:`loop_parameters_doc` at the class docstring's
+    :data:`LOOP_PARAMETERS_DOC` line."""
+
+    def decorate(cls):
+        if cls.__doc__:  # None under python -OO
+            if LOOP_PARAMETERS_DOC not in cls.__doc__:
+                raise ValueError(f"{cls.__name__}'s docstring has no {LOOP_PARAMETERS_DOC!r}")
+            cls.__doc__ = cls.__doc__.replace(
+                LOOP_PARAMETERS_DOC, loop_parameters_doc(n_iter, sample_hyperparameters,
+                                                         **extra))
+        return cls
+
+    return decorate
+
+
 class SamplingInterruptedWarning(UserWarning):
     """Warns that a fit was interrupted and kept only the samples drawn so far."""
 
@@ -98,16 +192,20 @@ class BaseIBPSampler(BaseEstimator):
     first ``burn_in`` are discarded and every ``thin``-th after that is kept.
     """
 
-    _parameter_constraints: dict = {
-        "n_iter": [Interval(Integral, 1, None, closed="left")],
-        "burn_in": [Interval(Integral, 0, None, closed="left"), None],
-        "thin": [Interval(Integral, 1, None, closed="left")],
-        "n_chains": [Interval(Integral, 1, None, closed="left")],
-        "sample_hyperparameters": ["boolean"],
-        "warm_start": ["boolean"],
-        "random_state": ["random_state"],
-        "verbose": ["verbose"],
-    }
+    _parameter_constraints: dict = dict(LOOP_PARAMETER_CONSTRAINTS)
+
+    def _set_loop_parameters(self, n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                             random_state, verbose):
+        """Store the loop parameters (for ``__init__``; ``sample_hyperparameters``, or
+        its counterpart, is stored by the estimator)."""
+        self.n_iter = n_iter
+        self.burn_in = burn_in
+        self.thin = thin
+        self.n_chains = n_chains
+        self.n_jobs = n_jobs
+        self.warm_start = warm_start
+        self.random_state = random_state
+        self.verbose = verbose
 
     # -- hooks a subclass provides ------------------------------------------------------
     def _resolve_solver(self):  # pragma: no cover - abstract

@@ -322,3 +322,31 @@ def test_bounded_alpha_update_recovers_the_prior():
     expected_k = np.trapezoid(truncated_mean * np.exp(-grid), grid)
     k_mean, k_se = draws[:, 1].mean(), batch_means_se(draws[:, 1])
     assert abs(k_mean - expected_k) < 4 * k_se, (k_mean, expected_k, k_se)
+
+
+def test_loop_parameters_are_declared_once():
+    """Every sampling estimator takes the loop parameters of ``LOOP_PARAMETER_CONSTRAINTS``
+    with those constraints, stores them unchanged, and documents them in signature order."""
+    import inspect
+
+    from sklearn_ibp import DistanceDependentIBP, DPMixture, InfiniteEBA, NoisyOrHierarchy
+    from sklearn_ibp.base import LOOP_PARAMETER_CONSTRAINTS
+
+    loop = [name for name in LOOP_PARAMETER_CONSTRAINTS if name != "sample_hyperparameters"]
+    for cls in (IBPFactorAnalysis, DistanceDependentIBP, DPMixture, NoisyOrHierarchy,
+                InfiniteEBA):
+        signature = list(inspect.signature(cls).parameters)
+        assert signature[-len(LOOP_PARAMETER_CONSTRAINTS):] == [
+            "sample_alpha" if (cls is InfiniteEBA and n == "sample_hyperparameters") else n
+            for n in LOOP_PARAMETER_CONSTRAINTS
+        ], cls
+        for name in loop:
+            assert cls._parameter_constraints[name] is LOOP_PARAMETER_CONSTRAINTS[name]
+        values = {name: 100 + i for i, name in enumerate(loop)}
+        params = cls(**values).get_params(deep=False)
+        assert {name: params[name] for name in loop} == values
+        if cls is not DistanceDependentIBP:  # its docstring refers to IBPFactorAnalysis's
+            doc = cls.__doc__
+            assert "%(loop_parameters)s" not in doc
+            positions = [doc.index(f"\n    {name} : ") for name in signature]
+            assert positions == sorted(positions), cls

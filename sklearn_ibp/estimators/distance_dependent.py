@@ -7,22 +7,25 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
-from sklearn.utils._param_validation import Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..priors.ddibp import (
     DECAY_FUNCTIONS,
+    DDIBPPrior,
     calibrate_decay,
-    ddibp_log_prob,
     decay_proximity,
-    normalized_proximity,
     pairwise_distances_for_ddibp,
 )
 from ..priors.ibp import as_random_source
-from ..solvers.ddibp_gibbs import DistanceDependentGibbs
-from .factor_analysis import IBPFactorAnalysis, _check_missing_pattern
+from ..solvers import DDIBP_SOLVERS
+from .factor_analysis import SOLVER_METHODS, IBPFactorAnalysis, _check_missing_pattern
 
 __all__ = ["DistanceDependentIBP"]
+
+#: The methods a dd-IBP solver object must have: a collapsed solver's, and ``dishes``
+#: (the owners and links of a state's features).
+DDIBP_SOLVER_METHODS = (*SOLVER_METHODS, "dishes")
 
 
 class DistanceDependentIBP(IBPFactorAnalysis):
@@ -70,6 +73,12 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     sigma_x, sigma_a : float or None, default=None
         Noise and feature standard deviations (starting values when sampled); None as in
         :class:`IBPFactorAnalysis`.
+    solver : "gibbs" or DistanceDependentGibbs, default="gibbs"
+        The sampler (Gershman, Frazier and Blei 2015, sec. 5), by name or as a configured
+        :class:`~sklearn_ibp.solvers.DistanceDependentGibbs` (e.g.
+        ``DistanceDependentGibbs(link_update="metropolis")``; a grid can tune
+        ``solver__own_weight``). An object without the dd-IBP sampler's methods
+        (``initialize``, ``sweep``, ..., ``dishes``), such as an IBP solver, is refused.
     n_iter, burn_in, thin, n_chains, n_jobs, sample_hyperparameters, warm_start, \
 random_state, verbose
         As in :class:`IBPFactorAnalysis`; ``alpha`` is resampled from
@@ -110,6 +119,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         "covariate_columns": ["array-like", None],
         "sequential": ["boolean"],
         "max_features": [Interval(Integral, 1, None, closed="left"), None],
+        "solver": [StrOptions(set(DDIBP_SOLVERS)), HasMethods(list(DDIBP_SOLVER_METHODS))],
     }
 
     def __init__(
@@ -124,6 +134,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         max_features=None,
         sigma_x=None,
         sigma_a=None,
+        solver="gibbs",
         n_iter=100,
         burn_in=None,
         thin=1,
@@ -144,22 +155,21 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self.max_features = max_features
         self.sigma_x = sigma_x
         self.sigma_a = sigma_a
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
+        self.solver = solver
         self.sample_hyperparameters = sample_hyperparameters
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
-    # IBPFactorAnalysis reads these; the dd-IBP has no stickiness and one solver.
+    # IBPFactorAnalysis reads these; the dd-IBP has no stickiness.
     beta = 1.0
     likelihood = "gaussian"
+    _solvers = DDIBP_SOLVERS
 
     def _resolve_solver(self):
-        return DistanceDependentGibbs()
+        solver = self._new_solver()
+        if hasattr(solver, "_validate_params"):
+            solver._validate_params()
+        return solver
 
     def _validate_rows(self, X, *, reset):
         """``X`` as a float array. NaN marks a missing data entry; with
@@ -276,19 +286,19 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
             positions, metric=self.metric, sequential=self.sequential
         )
         self.decay_ = self._fitted_decay(distances)
-        A, h = normalized_proximity(self._proximity(distances))
         self._train_positions = positions
         mean = np.nanmean(data, axis=0)
         Xc = data - mean
         self.max_features_ = (
             int(self.max_features) if self.max_features is not None else 2 * data.shape[1]
         )
-        hyper = {**self._starting_hyperparameters(Xc), "proximity": A, "h": h,
-                 "max_features": self.max_features_}
-        self._A, self._h = A, h
-        solver = self._solver if (self.warm_start and hasattr(self, "_chains")) else (
-            self._resolve_solver()
-        )
+        self._prior = DDIBPPrior.from_proximity(self._proximity(distances),
+                                                self.max_features_)
+        hyper = {**self._starting_hyperparameters(Xc), "prior": self._prior}
+        continuing = self.warm_start and hasattr(self, "_chains")
+        solver = self._continued_solver() if continuing else self._resolve_solver()
+        # The loop's hooks below ask the solver for a state's dishes.
+        self._solver = solver
         self._run_chains(
             np.where(missing, 0.0, Xc), missing if missing.any() else None, hyper, solver,
             lambda rng: np.zeros((N, 0), dtype=np.int8),  # no features: births add them
@@ -303,28 +313,26 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
 
     # -- hooks of the sampling loop -------------------------------------------------------
     def _log_prior(self, state) -> float:
-        owners, connections = DistanceDependentGibbs.dishes(state)
-        return ddibp_log_prob(owners, connections, self._A, self._h, state.alpha)
+        owners, connections = self._solver.dishes(state)
+        return self._prior.log_prob(owners, connections, state.alpha)
 
     def _snapshot(self, state, chain, log_joint):
         sample = super()._snapshot(state, chain, log_joint)
-        sample["owners"], sample["connections"] = DistanceDependentGibbs.dishes(state)
+        sample["owners"], sample["connections"] = self._solver.dishes(state)
         return sample
 
     # -- new rows -------------------------------------------------------------------------
     def _new_row_proximity(self, covariates, n_rows):
-        """``(f(d_ij), h_i)``: a new row's proximity to each training row and its
-        normaliser, ``f(0) = 1`` counting its link to itself."""
-        proximity = self._proximity(self._distances_to_training_rows(covariates, n_rows))
-        return proximity, 1.0 + proximity.sum(axis=1)
+        """``f(d_ij)``: each new row's proximity to each training row."""
+        return self._proximity(self._distances_to_training_rows(covariates, n_rows))
 
     def _new_row_prior(self, X):
-        """A new row links to training row ``j`` with probability ``f(d_j) / h`` (and to
-        itself with ``f(0) / h``), so it has feature ``k`` with probability
-        ``sum_j f(d_j) z_jk / h``; it owns ``Poisson(alpha / h)`` new features."""
+        """Each new row is a new customer (:meth:`DDIBPPrior.new_rows`): the log odds
+        of each fitted feature and the Poisson rate of the features it would own."""
         covariates, data = self._split_columns(X)
-        proximity, h = self._new_row_proximity(covariates, X.shape[0])
-        p = np.clip(proximity @ self.Z_ / h[:, None], 1e-300, 1 - 1e-16)
+        proximity = self._new_row_proximity(covariates, X.shape[0])
+        p, h = DDIBPPrior.new_rows(proximity, self.Z_)
+        p = np.clip(p, 1e-300, 1 - 1e-16)
         log_odds = np.log(p) - np.log1p(-p)
         return data - self.mean_, log_odds, self.alpha_ / h
 
@@ -374,8 +382,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
                     f"({n_samples}, {cols.size}); got {covariates.shape}."
                 )
         rng = as_random_source(random_state)
-        proximity, h = self._new_row_proximity(covariates, n_samples)
-        p = proximity @ self.Z_ / h[:, None]
+        p, _ = DDIBPPrior.new_rows(self._new_row_proximity(covariates, n_samples), self.Z_)
         Z = (rng.random((n_samples, self.n_components_)) < p).astype(np.int8)
         noise = self.sigma_x_ * rng.standard_normal((n_samples, self.components_.shape[1]))
         data = Z @ self.components_ + self.mean_ + noise

@@ -12,7 +12,7 @@ from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler
+from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
 from ..likelihoods.normal_wishart import NormalWishartBase
 from ..priors.crp import crp_log_prob
@@ -32,6 +32,27 @@ BASES = {"conjugate": NormalWishartBase, "conditionally_conjugate": Conditionall
 _POINT_PARAMETER_SCANS = 5
 
 
+#: The docstring entry of ``sample_hyperparameters`` (the loop parameters' entries are shared,
+#: see :func:`sklearn_ibp.base.loop_parameters_doc`).
+_SAMPLE_HYPERPARAMETERS_DOC = """\
+sample_hyperparameters : bool, default=True
+    Resample the base's hyperparameters (and ``alpha`` if ``sample_alpha=True``) every
+    sweep.
+sample_alpha : bool, default=True
+    Resample ``alpha`` every sweep under ``1 / alpha ~ Gamma(1/2, 1/2)`` (Görür 2007,
+    eq. 3.56), when ``sample_hyperparameters=True``. False holds ``alpha`` at its value
+    while the base's hyperparameters are still resampled (with
+    ``sample_hyperparameters=False`` those are held too, which on data whose clusters are
+    much tighter than the data's covariance merges them: two clusters for the four kinds of
+    crabs). A resampled ``alpha`` follows the number of clusters up, and the number of
+    clusters follows ``alpha``; see the user guide ("Longer chains").
+"""
+
+
+@document_loop_parameters(
+    200, _SAMPLE_HYPERPARAMETERS_DOC,
+    warm_start="The chains continue on the same ``X``.",
+)
 class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
     """Dirichlet process mixture of Gaussians or of factor analysers, fitted by MCMC.
 
@@ -84,38 +105,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         (``"binder"``) over the kept samples (Wade and Ghahramani 2018), found by a
         greedy search from the kept samples; or the kept sample with the highest log
         joint probability (``"best_sample"``).
-    n_iter : int, default=200
-        Sweeps per chain.
-    burn_in : int or None, default=None
-        Sweeps discarded at the start of each chain; None discards the first half.
-    thin : int, default=1
-        Keep every ``thin``-th sweep after the burn-in.
-    n_chains : int, default=1
-        Independent chains.
-    n_jobs : int or None, default=None
-        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
-        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
-        uses all processors. Each chain keeps its own random stream, so the result is
-        bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
-        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
-        chains returned before it, in chain order (the others keep their starting state).
-    sample_hyperparameters : bool, default=True
-        Resample the base's hyperparameters (and ``alpha`` if ``sample_alpha=True``)
-        every sweep.
-    sample_alpha : bool, default=True
-        Resample ``alpha`` every sweep under ``1 / alpha ~ Gamma(1/2, 1/2)`` (Görür 2007,
-        eq. 3.56), when ``sample_hyperparameters=True``. False holds ``alpha`` at its
-        value while the base's hyperparameters are still resampled (with
-        ``sample_hyperparameters=False`` those are held too, which on data whose clusters
-        are much tighter than the data's covariance merges them: two clusters for the four
-        kinds of crabs). A resampled ``alpha`` follows the number of clusters up, and the
-        number of clusters follows ``alpha``; see the user guide ("Longer chains").
-    warm_start : bool, default=False
-        Continue the previous chains for ``n_iter`` more sweeps (on the same ``X``).
-    random_state : int, RandomState instance or None, default=None
-        Seeds every draw.
-    verbose : int, default=0
-        Show a progress bar.
+    %(loop_parameters)s
 
     Attributes
     ----------
@@ -152,7 +142,6 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
-        "n_jobs": [Integral, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "base": [StrOptions({"conjugate", "conditionally_conjugate"}),
                  HasMethods(["sample_prior", "log_likelihood", "sample_posterior"])],
@@ -193,16 +182,10 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         self.solver = solver
         self.init = init
         self.point_estimate = point_estimate
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
         self.sample_alpha = sample_alpha
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     # -- what is fitted -------------------------------------------------------------------
     def _make_base(self, n_features):

@@ -16,7 +16,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler, _chain_seeds, warn_no_features
+from ..base import BaseIBPSampler, _chain_seeds, document_loop_parameters, warn_no_features
 from ..distributed import PARALLEL_SOLVERS
 from ..likelihoods import (
     ExponentialGaussian,
@@ -33,7 +33,6 @@ __all__ = ["IBPFactorAnalysis"]
 
 #: Largest number of features for which transform and score enumerate all 2^K patterns.
 MAX_EXACT_FEATURES = 12
-_LOG_2PI = np.log(2.0 * np.pi)
 #: The methods a solver object must have (see :class:`sklearn_ibp.solvers.BaseIBPSolver`).
 SOLVER_METHODS = (
     "initialize", "sweep", "log_likelihood", "sample_features", "set_hyperparameters",
@@ -78,6 +77,33 @@ def _serves(solver_or_class, likelihood: str, weights: str = "binary") -> bool:
     return _likelihood_class(likelihood, weights).name in names
 
 
+#: The docstring entry of ``sample_hyperparameters`` (the loop parameters' entries are shared,
+#: see :func:`sklearn_ibp.base.loop_parameters_doc`).
+_SAMPLE_HYPERPARAMETERS_DOC = """\
+sample_hyperparameters : bool, default=True
+    Resample ``alpha`` and the likelihood's parameters every sweep from their
+    conditionals (a Gamma(1, 1) prior on ``alpha``, sec. 5.1; Gamma(1, v) priors on
+    the precisions with ``v`` the mean square of the entries of ``X``, so that a fit
+    does not depend on the units of ``X``; Gamma(1, sqrt(v)) on the exponential rate;
+    uniform on the noisy-or probabilities); the
+    values given (or their defaults) are then where the chains start. False keeps
+    them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
+    is usually too small and the model too rich.
+"""
+
+
+@document_loop_parameters(
+    100, _SAMPLE_HYPERPARAMETERS_DOC,
+    n_jobs="A solver whose shards run on Dask needs ``n_jobs=None``.",
+    warm_start=(
+        "The chains continue on the ``X`` now given, which must have the same shape.\n"
+        "The solver that drew the chains continues them, with any parameter changed\n"
+        "since by ``set_params(solver__name=value)`` (for example\n"
+        "``solver__correction=\"metropolis\"`` of\n"
+        ":class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another\n"
+        "class is refused."
+    ),
+)
 class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
     """Infinite binary factor analysis: latent feature models with an IBP prior.
 
@@ -151,45 +177,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         :class:`~sklearn_ibp.distributed.ParallelAccelerated`, see :doc:`/parallel`); see
         :doc:`/choosing_solver`. A solver that cannot serve
         ``likelihood`` (and ``weights``) is refused with an error naming those that can.
-    n_iter : int, default=100
-        Sweeps per chain.
-    burn_in : int or None, default=None
-        Sweeps discarded at the start of each chain; None discards the first half.
-    thin : int, default=1
-        Keep every ``thin``-th sweep after the burn-in.
-    n_chains : int, default=1
-        Independent chains, each from its own random stream.
-    n_jobs : int or None, default=None
-        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
-        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
-        uses all processors. Each chain keeps its own random stream, so the result is
-        bit-identical to ``n_jobs=None`` for the same ``random_state`` (a solver whose
-        shards run on Dask needs ``n_jobs=None``). In parallel the
-        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
-        chains returned before it, in chain order (the others keep their starting state).
-    sample_hyperparameters : bool, default=True
-        Resample ``alpha`` and the likelihood's parameters every sweep from their
-        conditionals (a Gamma(1, 1) prior on ``alpha``, sec. 5.1; Gamma(1, v) priors on
-        the precisions with ``v`` the mean square of the entries of ``X``, so that a fit
-        does not depend on the units of ``X``; Gamma(1, sqrt(v)) on the exponential rate;
-        uniform on the noisy-or probabilities); the
-        values given (or their defaults) are then where the chains start. False keeps
-        them fixed: with the default ``sigma_x``, set for a start, the fixed noise level
-        is usually too small and the model too rich.
-    warm_start : bool, default=False
-        Continue the chains of the previous ``fit`` for ``n_iter`` more sweeps, keeping
-        every ``thin``-th (no burn-in), instead of starting new ones. The chains continue
-        on the ``X`` now given, which must have the same shape (and ``n_chains`` must be
-        unchanged). A chain stopped by ``KeyboardInterrupt`` continues from its last
-        completed sweep. The solver that drew the chains continues them, with any
-        parameter changed since by ``set_params(solver__name=value)`` (for example
-        ``solver__correction="metropolis"`` of
-        :class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another class
-        is refused.
-    random_state : int, RandomState instance or None, default=None
-        Seeds every chain, numba kernels included: the same seed gives the same result.
-    verbose : int, default=0
-        Show a progress bar with the iteration, K and the log joint.
+    %(loop_parameters)s
 
     Attributes
     ----------
@@ -292,7 +280,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
-        "n_jobs": [Integral, None],
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS))],
@@ -339,15 +326,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self.sigma_a = sigma_a
         self.max_features = max_features
         self.solver = solver
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
@@ -356,13 +337,19 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return tags
 
     # -- fitting ------------------------------------------------------------------------
-    def _resolve_solver(self):
+    #: The solvers ``solver`` names (a subclass with other solvers sets its own).
+    _solvers = ALL_SOLVERS
+
+    def _new_solver(self):
+        """A new solver: the registered one ``solver`` names, or a copy of the object."""
         if isinstance(self.solver, str):
-            solver = ALL_SOLVERS[self.solver]()
-        else:
-            # safe=False: a duck-typed solver without get_params is deep-copied, so the
-            # user's object is never mutated by a fit.
-            solver = clone(self.solver, safe=False)
+            return self._solvers[self.solver]()
+        # safe=False: a duck-typed solver without get_params is deep-copied, so the
+        # user's object is never mutated by a fit.
+        return clone(self.solver, safe=False)
+
+    def _resolve_solver(self):
+        solver = self._new_solver()
         name = getattr(solver, "name", type(solver).__name__)
         if self._weights != "binary" and self.likelihood != "gaussian":
             raise ValueError(
@@ -412,7 +399,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         solver = self._solver
         name = getattr(solver, "name", type(solver).__name__)
-        wanted = ALL_SOLVERS.get(self.solver) if isinstance(self.solver, str) else type(
+        wanted = self._solvers.get(self.solver) if isinstance(self.solver, str) else type(
             self.solver)
         if wanted is not type(solver):
             raise ValueError(
@@ -791,172 +778,47 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         rate = np.full(n, self.alpha_ * self.beta / (self.beta + self._n_train))
         return X - self.mean_, log_odds, rate
 
+    def _predictive_likelihood(self):
+        """The likelihood object whose methods give the predictive of new rows."""
+        return _likelihood_class(self.likelihood, self._weights)()
+
     def _config_log_joint(self, Xc, patterns, log_odds, rate, n_new_max=0):
         """``log p(z, x_obs)`` for every row and every feature pattern in ``patterns``.
 
-        For ``"gaussian"`` the features are held at their posterior:
-        ``x ~ N(z M, (s_x^2 + z S z^T) I)`` over the observed entries, and with
-        ``n_new_max > 0`` the result also sums over up to that many new features of the
-        row (each adds ``s_a^2`` to the variance), as a log predictive. For the other
-        likelihoods (and for ``weights="gaussian"``, whose weights are integrated out
-        instead) the features are the kept sample's and new features are left out (their
-        contribution has no closed form). Returns an array of shape (n_rows, n_patterns).
+        The prior's ``log p(z)`` plus the likelihood's ``log p(x_obs | z)``: for
+        ``"gaussian"`` the features are held at their posterior and with
+        ``n_new_max > 0`` up to that many new features of the row are summed over
+        (:meth:`LinearGaussianFeatures.pattern_log_predictive`); for the other likelihoods
+        (and for ``weights="gaussian"``, whose weights are integrated out instead) the
+        features are the kept sample's and new features are left out (their contribution
+        has no closed form). Returns an array of shape (n_rows, n_patterns).
         """
         log_off = -np.logaddexp(0.0, log_odds)  # log P(z_k = 0), per row
         log_prior = log_odds @ patterns.T + log_off.sum(axis=1)[:, None]
-        if self.likelihood == "bernoulli":
-            return log_prior + self._noisy_or_pattern_log_likelihood(Xc, patterns)
-        if self._weighted():
-            observed = ~np.isnan(Xc)
-            return log_prior + RealWeightedGaussian().pattern_log_likelihood(
-                np.where(observed, Xc, 0.0), observed, patterns, self.components_,
-                self.likelihood_params_,
-            )
-        if self.likelihood != "gaussian":
-            n_new_max = 0
-        M, S = self.components_, self._feature_cov
-        sx2 = self.sigma_x_**2
-        sa2 = self.sigma_a_**2 if n_new_max else 0.0
-        pattern_means = patterns @ M  # (P, D)
-        var = sx2 + np.einsum("pk,kj,pj->p", patterns, S, patterns)
+        lik = self._predictive_likelihood()
         observed = ~np.isnan(Xc)
         X0 = np.where(observed, Xc, 0.0)
-        n_obs = observed.sum(axis=1)[:, None].astype(float)
-        # ||x_o - (zM)_o||^2 = ||x_o||^2 - 2 x_o.(zM) + ||(zM)_o||^2
-        sq = (
-            np.sum(X0**2, axis=1)[:, None]
-            - 2.0 * X0 @ pattern_means.T
-            + observed.astype(float) @ (pattern_means**2).T
-        )
-        rate = np.asarray(rate, dtype=float)[:, None]
-        terms = []
-        for j in range(n_new_max + 1):
-            v = var[None, :] + j * sa2
-            log_poisson = j * np.log(rate) - rate - np.sum(np.log(np.arange(1, j + 1)))
-            terms.append(log_poisson - 0.5 * n_obs * (_LOG_2PI + np.log(v)) - 0.5 * sq / v)
-        log_lik = terms[0] if n_new_max == 0 else logsumexp(np.stack(terms), axis=0)
-        return log_prior + log_lik
-
-    def _noisy_or_log_terms(self, counts):
-        """``(log P(x = 1), log P(x = 0))`` of entries reached by ``counts`` features."""
-        log_eps = np.log(self.likelihood_params_["epsilon"])
-        log_lam = np.log(self.likelihood_params_["lambda"])
-        log_zero = log_eps + counts * log_lam
-        with np.errstate(divide="ignore"):
-            return np.log(-np.expm1(log_zero)), log_zero
-
-    def _noisy_or_pattern_log_likelihood(self, X, patterns):
-        """``log p(x_obs | z, A)`` of the leaky noisy-or (eq. A.4), rows x patterns."""
-        observed = ~np.isnan(X)
-        ones = (observed & (X > 0.5)).astype(float)
-        zeros = (observed & (X <= 0.5)).astype(float)
-        counts = patterns @ self.components_  # (P, D): features reaching each entry
-        log_one, log_zero = self._noisy_or_log_terms(counts)
-        # A one no feature can explain has probability 1 - epsilon > 0, so log_one is
-        # finite wherever it is used; 0 * -inf is avoided by masking.
-        return _masked_dot(ones, log_one) + zeros @ log_zero.T
+        if self.likelihood == "bernoulli" or self._weighted():
+            return log_prior + lik.pattern_log_likelihood(
+                X0, observed, patterns, self.components_, self.likelihood_params_)
+        if self.likelihood != "gaussian":
+            n_new_max = 0
+        return log_prior + lik.pattern_log_predictive(
+            X0, observed, patterns, self.components_, self._feature_cov,
+            self.likelihood_params_, rate, n_new_max)
 
     def _all_patterns(self):
         K = self.n_components_
         codes = np.arange(2**K)
         return ((codes[:, None] >> np.arange(K)[None, :]) & 1).astype(float)
 
-    def _mean_field(self, Xc, log_odds, n_steps=50):
-        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at M).
-
-        For ``"bernoulli"`` see :meth:`_noisy_or_mean_field`.
-
-        Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
-        (a fixed count: a convergence test over the batch would tie rows together).
-        """
-        if self.likelihood == "bernoulli":
-            return self._noisy_or_mean_field(Xc, log_odds)
-        if self._weighted():
-            return self._weighted_mean_field(Xc, log_odds)
-        M = np.ascontiguousarray(self.components_)
-        sx2 = self.sigma_x_**2
-        observed = (~np.isnan(Xc)).astype(float)
-        X0 = np.where(observed > 0, Xc, 0.0)
-        q = expit(log_odds)
-        # Residual x - q M over the observed entries, kept current feature by feature so
-        # a step costs O(N K D) rather than rebuilding q M for every feature.
-        resid = (X0 - q @ M) * observed
-        half_sq_norms = 0.5 * observed @ (M**2).T  # (N, K): observed part of |M_k|^2 / 2
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                resid += np.outer(q[:, k], M[k]) * observed  # take feature k out
-                gain = (resid @ M[k] - half_sq_norms[:, k]) / sx2
-                # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
-                q[:, k] = expit(log_odds[:, k] + gain)
-                resid -= np.outer(q[:, k], M[k]) * observed
-        return q
-
-    def _noisy_or_mean_field(self, X, log_odds, n_steps=10):
-        """``q(z_k = 1)`` for the noisy-or likelihood with many features.
-
-        Iterated conditional modes with soft outputs: feature by feature, for all rows at
-        once, ``q_k`` is the conditional probability of ``z_k = 1`` given the other
-        features at their current mode, which is then updated; ``n_steps`` passes (a
-        fixed count, so that a row's result depends on that row only).
-        """
-        A = self.components_
-        observed = ~np.isnan(X)
-        ones = (observed & (X > 0.5)).astype(float)
-        zeros = (observed & (X <= 0.5)).astype(float)
-        q = expit(log_odds)
-        mode = (q > 0.5).astype(float)
-        counts = mode @ A
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                base = counts - np.outer(mode[:, k], A[k])
-                reach = A[k] > 0.5
-                if not reach.any():
-                    q[:, k] = expit(log_odds[:, k])
-                else:
-                    one_on, zero_on = self._noisy_or_log_terms(base[:, reach] + 1.0)
-                    one_off, zero_off = self._noisy_or_log_terms(base[:, reach])
-                    gain = (
-                        np.sum(np.where(ones[:, reach] > 0, one_on - one_off, 0.0), axis=1)
-                        + np.sum(zeros[:, reach] * (zero_on - zero_off), axis=1)
-                    )
-                    q[:, k] = expit(log_odds[:, k] + gain)
-                mode[:, k] = q[:, k] > 0.5
-                counts = base + np.outer(mode[:, k], A[k])
-        return q
-
-    def _weighted_mean_field(self, Xc, log_odds, n_steps=5):
-        """``q(z_k = 1)`` for the real-weighted model with many features.
-
-        As :meth:`_noisy_or_mean_field`: feature by feature for all rows at once, ``q_k``
-        is the conditional probability of ``z_k = 1`` given the other features at their
-        current mode, with the weights integrated out; ``n_steps`` passes.
-        """
-        lik = RealWeightedGaussian()
+    def _mean_field(self, Xc, log_odds):
+        """Deterministic mean-field ``q(z_k = 1)`` for many features (features at
+        ``components_``), from the likelihood's ``mean_field``."""
         observed = ~np.isnan(Xc)
-        X0 = np.where(observed, Xc, 0.0)
-        A, params = self.components_, self.likelihood_params_
-
-        def row_log_likelihood(modes):
-            # Rows sharing a pattern share its Woodbury factors: one call per pattern.
-            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
-            inverse = np.ravel(inverse)
-            out = np.empty(Xc.shape[0])
-            for u in range(unique.shape[0]):
-                rows = np.flatnonzero(inverse == u)
-                out[rows] = lik.pattern_log_likelihood(
-                    X0[rows], observed[rows], unique[u : u + 1], A, params)[:, 0]
-            return out
-
-        q = expit(log_odds)
-        mode = q > 0.5
-        for _ in range(n_steps):
-            for k in range(self.n_components_):
-                on, off = mode.copy(), mode.copy()
-                on[:, k], off[:, k] = True, False
-                gain = row_log_likelihood(on) - row_log_likelihood(off)
-                q[:, k] = expit(log_odds[:, k] + gain)
-                mode[:, k] = q[:, k] > 0.5
-        return q
+        return self._predictive_likelihood().mean_field(
+            np.where(observed, Xc, 0.0), observed, log_odds, self.components_,
+            self.likelihood_params_)
 
     def _expected_weights(self, Xc, log_odds):
         """``E[w_n | x_n]`` of the real-weighted model, features held at ``components_``:
@@ -969,14 +831,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         N = Xc.shape[0]
         if self.n_components_ > MAX_EXACT_FEATURES:
             modes = self._mean_field(Xc, log_odds) > 0.5
-            unique, inverse = np.unique(modes, axis=0, return_inverse=True)
-            inverse = np.ravel(inverse)
-            out = np.empty((N, self.n_components_))
-            for u in range(unique.shape[0]):
-                rows = np.flatnonzero(inverse == u)
-                out[rows] = lik.expected_weights(X0[rows], observed[rows], unique[u : u + 1],
-                                                 np.ones((rows.size, 1)), A, params)
-            return out
+            return lik.expected_weights_given_patterns(X0, observed, modes, A, params)
         patterns = self._all_patterns()
         out = np.empty((N, self.n_components_))
         for start in range(0, N, 512):
@@ -1006,15 +861,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             index = (cdf < rng.random((N, 1)) * cdf[:, -1:]).sum(axis=1)
             Z = patterns[np.minimum(index, patterns.shape[0] - 1)] > 0.5
         observed = ~np.isnan(Xc)
-        mean, cov = RealWeightedGaussian().weight_posterior(
+        return RealWeightedGaussian().draw_weights(
             np.where(observed, Xc, 0.0), observed, Z, self.components_,
-            self.likelihood_params_)
-        W = np.zeros((N, K))
-        for n in range(N):
-            S = np.flatnonzero(Z[n])
-            if S.size:
-                W[n, S] = rng.multivariate_normal(mean[n, S], cov[n][np.ix_(S, S)])
-        return W
+            self.likelihood_params_, rng)
 
     def transform(self, X):
         """Posterior probability that each row has each fitted feature.
@@ -1088,7 +937,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"fitted feature); got {Z.shape}."
             )
         if self.likelihood == "bernoulli":
-            return -np.expm1(self._noisy_or_log_terms(Z @ self.components_)[1])
+            return -np.expm1(LeakyNoisyOr.log_terms(Z @ self.components_,
+                                                    self.likelihood_params_)[1])
         return Z @ self.components_ + self.mean_
 
     def score_samples(self, X):
@@ -1186,17 +1036,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     @property
     def _n_features_out(self):
         return self.n_components_
-
-
-def _masked_dot(weights, log_values):
-    """``weights @ log_values.T`` where ``log_values`` may be ``-inf`` at zero weights."""
-    finite = np.where(np.isfinite(log_values), log_values, 0.0)
-    out = weights @ finite.T
-    bad = ~np.isfinite(log_values)
-    if bad.any():
-        hits = weights @ bad.T.astype(float)
-        out[hits > 0] = -np.inf
-    return out
 
 
 def _check_missing_pattern(missing):

@@ -10,7 +10,7 @@ from sklearn.base import ClassifierMixin, _fit_context, clone
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler
+from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods.choice import (
     check_outcomes,
     check_pairs,
@@ -28,6 +28,19 @@ __all__ = ["InfiniteEBA"]
 EBA_SOLVERS = {"slice": EBASliceSampler}
 
 
+#: The docstring entry of ``sample_alpha`` (the loop parameters' entries are shared,
+#: see :func:`sklearn_ibp.base.loop_parameters_doc`).
+_SAMPLE_ALPHA_DOC = """\
+sample_alpha : bool, default=True
+    Resample ``alpha`` every sweep from its conditional under a ``Gamma(1, 1)`` prior.
+"""
+
+
+@document_loop_parameters(
+    1000, _SAMPLE_ALPHA_DOC,
+    burn_in="The weight proposals are tuned during the burn-in.",
+    warm_start="The number of alternatives must be unchanged.",
+)
 class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     """Elimination by aspects with infinitely many latent aspects (seed 002 sec. 4.5).
 
@@ -83,25 +96,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         in eq. 4.63).
     solver : "slice" or EBASliceSampler, default="slice"
         The sampler, or a configured instance of it.
-    n_iter : int, default=1000
-        Sweeps per chain.
-    burn_in : int or None, default=None
-        Sweeps discarded per chain (during which the weight proposals are tuned); None
-        means ``n_iter // 2``.
-    thin : int, default=1
-        Keep every ``thin``-th sweep after the burn-in.
-    n_chains : int, default=1
-        Independent chains; their samples are pooled.
-    n_jobs : int or None, default=None
-        Chains run at the same time in joblib worker processes (bit-identical results).
-    sample_alpha : bool, default=True
-        Resample ``alpha`` every sweep from its conditional under a ``Gamma(1, 1)`` prior.
-    warm_start : bool, default=False
-        Continue the previous chains on the next ``fit`` (same number of alternatives).
-    random_state : int, RandomState instance or None, default=None
-        Seed of everything random, the compiled kernels included.
-    verbose : int, default=0
-        Show a progress bar.
+    %(loop_parameters)s
 
     Attributes
     ----------
@@ -174,7 +169,6 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         "n_alternatives": [Interval(Integral, 2, None, closed="left"), None],
         "unique_aspects": ["boolean"],
         "solver": [StrOptions(set(EBA_SOLVERS)), HasMethods(["initialize", "sweep"])],
-        "n_jobs": [Integral, None],
         "sample_alpha": ["boolean"],
     }
 
@@ -202,15 +196,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         self.n_alternatives = n_alternatives
         self.unique_aspects = unique_aspects
         self.solver = solver
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_alpha = sample_alpha
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

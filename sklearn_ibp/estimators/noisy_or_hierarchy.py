@@ -11,7 +11,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler
+from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from ..solvers import _hierarchy_kernels as kernels
 from ..solvers.hierarchy_gibbs import HierarchyGibbs
@@ -83,6 +83,20 @@ def _choose_likelihood(X0, observed) -> str:
 _TRANSFORM_SWEEPS, _TRANSFORM_BURN = 60, 10
 
 
+#: The docstring entry of ``sample_hyperparameters`` (the loop parameters' entries are shared,
+#: see :func:`sklearn_ibp.base.loop_parameters_doc`).
+_SAMPLE_HYPERPARAMETERS_DOC = """\
+sample_hyperparameters : bool, default=True
+    Resample ``alpha_categories``, ``alpha_features``, ``q`` and the likelihood's
+    parameters under vague priors every sweep.
+"""
+
+
+@document_loop_parameters(
+    200, _SAMPLE_HYPERPARAMETERS_DOC,
+    n_iter="All of the requested model; the init_iter sweeps of the simpler models come\n"
+           "before them.",
+)
 class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIBPSampler):
     """Correlated latent features: rows choose categories, categories choose features.
 
@@ -130,30 +144,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
         then the IBP-IBP, then the noisy-or (the seed's initialisation, sec. 7.3). They
         are not recorded in the traces.
-    n_iter : int, default=200
-        Sweeps per chain of the requested model.
-    burn_in : int or None, default=None
-        Sweeps discarded per chain; None means ``n_iter // 2``.
-    thin : int, default=1
-        Keep every ``thin``-th sweep after burn-in.
-    n_chains : int, default=1
-        Independent chains.
-    n_jobs : int or None, default=None
-        Number of chains run at the same time when ``n_chains > 1``, in joblib worker
-        processes. None means 1 unless in a :func:`joblib.parallel_config` context; -1
-        uses all processors. Each chain keeps its own random stream, so the result is
-        bit-identical to ``n_jobs=None`` for the same ``random_state``. In parallel the
-        progress bar advances as chains finish, and a ``KeyboardInterrupt`` keeps the
-        chains returned before it, in chain order (the others keep their starting state).
-    sample_hyperparameters : bool, default=True
-        Resample ``alpha_categories``, ``alpha_features``, ``q`` and the likelihood's
-        parameters under vague priors every sweep.
-    warm_start : bool, default=False
-        Continue the previous chains on the next ``fit``.
-    random_state : int, RandomState instance or None, default=None
-        Seed of everything random, including the compiled kernels.
-    verbose : int, default=0
-        Show a progress bar.
+    %(loop_parameters)s
 
     Attributes
     ----------
@@ -209,7 +200,6 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
 
     _parameter_constraints: dict = {
         **BaseIBPSampler._parameter_constraints,
-        "n_jobs": [Integral, None],
         "upper": [StrOptions({"ibp", "dp"})],
         "link": [StrOptions({"noisy_or", "or"})],
         "q": [Interval(Real, 0, 1, closed="neither")],
@@ -248,15 +238,9 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         self.likelihood = likelihood
         self.solver = solver
         self.init_iter = init_iter
-        self.n_iter = n_iter
-        self.burn_in = burn_in
-        self.thin = thin
-        self.n_chains = n_chains
-        self.n_jobs = n_jobs
         self.sample_hyperparameters = sample_hyperparameters
-        self.warm_start = warm_start
-        self.random_state = random_state
-        self.verbose = verbose
+        self._set_loop_parameters(n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
+                                  random_state, verbose)
 
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()

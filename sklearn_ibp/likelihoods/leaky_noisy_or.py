@@ -23,6 +23,7 @@ from __future__ import annotations
 import math
 
 import numpy as np
+from scipy.special import expit
 
 from .._slice import slice_sample
 from ._feature_base import FeatureLikelihood
@@ -267,6 +268,59 @@ class LeakyNoisyOr(FeatureLikelihood):
         p_one = self.predict(Z, A, params)
         return (rng.random(p_one.shape) < p_one).astype(np.float64)
 
+    # -- new rows, features held fixed (transform and score_samples of the estimators) --
+    @staticmethod
+    def log_terms(counts, params):
+        """``(log P(x = 1), log P(x = 0))`` of entries reached by ``counts`` features
+        (eq. A.4); ``counts`` may be fractional (expected counts)."""
+        log_eps = np.log(params["epsilon"])
+        log_lam = np.log(params["lambda"])
+        log_zero = log_eps + counts * log_lam
+        with np.errstate(divide="ignore"):
+            return np.log(-np.expm1(log_zero)), log_zero
+
+    def pattern_log_likelihood(self, X, observed, patterns, A, params) -> np.ndarray:
+        """``log p(x_n,obs | z, A)`` (eq. A.4) for every row and every binary pattern
+        ``z`` (rows of ``patterns``), shape (n_rows, n_patterns)."""
+        ones = (observed & (X > 0.5)).astype(float)
+        zeros = (observed & (X <= 0.5)).astype(float)
+        counts = patterns @ A  # (P, D): features reaching each entry
+        log_one, log_zero = self.log_terms(counts, params)
+        # A one no feature can explain has probability 1 - epsilon > 0, so log_one is
+        # finite wherever it is used; 0 * -inf is avoided by masking.
+        return _masked_dot(ones, log_one) + zeros @ log_zero.T
+
+    def mean_field(self, X, observed, log_odds, A, params, n_steps=10) -> np.ndarray:
+        """``q(z_nk = 1)`` of new rows with many features, features held at ``A``.
+
+        Iterated conditional modes with soft outputs: feature by feature, for all rows at
+        once, ``q_k`` is the conditional probability of ``z_k = 1`` given the other
+        features at their current mode, which is then updated; ``n_steps`` passes (a
+        fixed count, so that a row's result depends on that row only).
+        """
+        ones = (observed & (X > 0.5)).astype(float)
+        zeros = (observed & (X <= 0.5)).astype(float)
+        q = expit(log_odds)
+        mode = (q > 0.5).astype(float)
+        counts = mode @ A
+        for _ in range(n_steps):
+            for k in range(A.shape[0]):
+                base = counts - np.outer(mode[:, k], A[k])
+                reach = A[k] > 0.5
+                if not reach.any():
+                    q[:, k] = expit(log_odds[:, k])
+                else:
+                    one_on, zero_on = self.log_terms(base[:, reach] + 1.0, params)
+                    one_off, zero_off = self.log_terms(base[:, reach], params)
+                    gain = (
+                        np.sum(np.where(ones[:, reach] > 0, one_on - one_off, 0.0), axis=1)
+                        + np.sum(zeros[:, reach] * (zero_on - zero_off), axis=1)
+                    )
+                    q[:, k] = expit(log_odds[:, k] + gain)
+                mode[:, k] = q[:, k] > 0.5
+                counts = base + np.outer(mode[:, k], A[k])
+        return q
+
     @staticmethod
     def _log_prob_zero(Z, A, params) -> np.ndarray:
         """``log P(x_nd = 0) = log epsilon + c_nd log lambda`` (0 * log 0 read as 0)."""
@@ -275,6 +329,17 @@ class LeakyNoisyOr(FeatureLikelihood):
             log_lam = np.log(float(params["lambda"]))
             log_eps = np.log(float(params["epsilon"]))
             return np.where(counts > 0, log_eps + counts * log_lam, log_eps)
+
+
+def _masked_dot(weights, log_values):
+    """``weights @ log_values.T`` where ``log_values`` may be ``-inf`` at zero weights."""
+    finite = np.where(np.isfinite(log_values), log_values, 0.0)
+    out = weights @ finite.T
+    bad = ~np.isfinite(log_values)
+    if bad.any():
+        hits = weights @ bad.T.astype(float)
+        out[hits > 0] = -np.inf
+    return out
 
 
 def _logit(p: float) -> float:

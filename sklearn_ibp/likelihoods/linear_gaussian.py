@@ -19,6 +19,7 @@ from __future__ import annotations
 import numpy as np
 from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.lapack import dpotrf, dpotrs, dtrtrs
+from scipy.special import expit, logsumexp
 from sklearn.utils import check_random_state
 
 from ._feature_base import FeatureLikelihood
@@ -356,6 +357,72 @@ class _GaussianNoise(FeatureLikelihood):
         """``Z A + E`` with ``E_nd ~ N(0, sigma_x^2)``."""
         mean = self.predict(Z, A, params)
         return mean + float(params["sigma_x"]) * rng.standard_normal(mean.shape)
+
+    # -- new rows, features held fixed (transform and score_samples of the estimators) --
+    def pattern_log_predictive(self, X, observed, patterns, mean, cov, params, rate=None,
+                               n_new_max=0) -> np.ndarray:
+        """``log p(x_n,obs | z)`` for every row and every binary pattern ``z`` (rows of
+        ``patterns``), the features at their Gaussian posterior ``N(mean, cov)`` (shared
+        by the columns), ``sigma_x = params["sigma_x"]``:
+        ``x_n,obs ~ N(z mean, (sigma_x^2 + z cov z^T) I)`` (Griffiths and
+        Ghahramani 2011, sec. 4.1, with ``A`` integrated out against its posterior).
+
+        With ``n_new_max > 0`` it also sums over up to that many new features of the row,
+        ``Poisson(rate_n)`` of them, each adding ``params["sigma_a"]^2`` to the variance, as a log
+        predictive density; with a ``rate`` the result includes the Poisson probability
+        of the row's new features (``exp(-rate_n)`` for none), with ``rate=None`` it is the
+        likelihood of the pattern alone. ``cov`` of zeros holds the features at ``mean``.
+        ``X`` may hold any finite value where ``observed`` is False. Shape
+        (n_rows, n_patterns).
+        """
+        sx2 = float(params["sigma_x"]) ** 2
+        sa2 = float(params["sigma_a"]) ** 2 if n_new_max else 0.0
+        pattern_means = patterns @ mean  # (P, D)
+        var = sx2 + np.einsum("pk,kj,pj->p", patterns, cov, patterns)
+        X0 = np.where(observed, X, 0.0)
+        n_obs = observed.sum(axis=1)[:, None].astype(float)
+        # ||x_o - (zM)_o||^2 = ||x_o||^2 - 2 x_o.(zM) + ||(zM)_o||^2
+        sq = (
+            np.sum(X0**2, axis=1)[:, None]
+            - 2.0 * X0 @ pattern_means.T
+            + observed.astype(float) @ (pattern_means**2).T
+        )
+        if rate is None:  # no new features: the plain likelihood of each pattern
+            if n_new_max:
+                raise ValueError("n_new_max > 0 needs the rate of new features, rate.")
+            return -0.5 * n_obs * (_LOG_2PI + np.log(var[None, :])) - 0.5 * sq / var[None, :]
+        rate = np.asarray(rate, dtype=float)[:, None]
+        terms = []
+        for j in range(n_new_max + 1):
+            v = var[None, :] + j * sa2
+            log_poisson = j * np.log(rate) - rate - np.sum(np.log(np.arange(1, j + 1)))
+            terms.append(log_poisson - 0.5 * n_obs * (_LOG_2PI + np.log(v)) - 0.5 * sq / v)
+        return terms[0] if n_new_max == 0 else logsumexp(np.stack(terms), axis=0)
+
+    def mean_field(self, X, observed, log_odds, A, params, n_steps=50) -> np.ndarray:
+        """Deterministic mean-field ``q(z_nk = 1)`` of new rows, features held at ``A``.
+
+        Coordinate ascent, one feature at a time for all rows at once, ``n_steps`` times
+        (a fixed count: a convergence test over the batch would tie rows together);
+        ``log_odds`` (n_rows, n_features) is the prior's. Shape (n_rows, n_features).
+        """
+        M = np.ascontiguousarray(A)
+        sx2 = float(params["sigma_x"]) ** 2
+        observed = np.asarray(observed, dtype=bool).astype(float)
+        X0 = np.where(observed > 0, X, 0.0)
+        q = expit(log_odds)
+        # Residual x - q M over the observed entries, kept current feature by feature so
+        # a step costs O(N K D) rather than rebuilding q M for every feature.
+        resid = (X0 - q @ M) * observed
+        half_sq_norms = 0.5 * observed @ (M**2).T  # (N, K): observed part of |M_k|^2 / 2
+        for _ in range(n_steps):
+            for k in range(M.shape[0]):
+                resid += np.outer(q[:, k], M[k]) * observed  # take feature k out
+                gain = (resid @ M[k] - half_sq_norms[:, k]) / sx2
+                # expit, not 1 / (1 + exp(-t)): t is far below -700 for small sigma_x.
+                q[:, k] = expit(log_odds[:, k] + gain)
+                resid -= np.outer(q[:, k], M[k]) * observed
+        return q
 
     def _sample_noise(self, X, observed, Z, A, rng) -> float:
         """``sigma_x`` drawn given the observed residuals (Gamma(1, ``prior_variance``)

@@ -22,6 +22,7 @@ this likelihood by its ``weights`` attribute and keeps ``W`` in ``state.stats["Y
 from __future__ import annotations
 
 import numpy as np
+from scipy.special import expit
 
 from ._real_weighted_kernels import draw_row_weights
 from .linear_gaussian import LinearGaussianFeatures
@@ -29,6 +30,15 @@ from .linear_gaussian import LinearGaussianFeatures
 __all__ = ["RealWeightedGaussian"]
 
 _LOG_2PI = np.log(2.0 * np.pi)
+
+
+def _rows_by_pattern(Z):
+    """``(rows, pattern)`` for every distinct row of ``Z``: the rows that share it and it
+    as a (1, n_features) array (rows sharing a pattern share its Woodbury factors)."""
+    unique, inverse = np.unique(Z, axis=0, return_inverse=True)
+    inverse = np.ravel(inverse)
+    for u in range(unique.shape[0]):
+        yield np.flatnonzero(inverse == u), unique[u : u + 1]
 
 
 def _mask(X, observed):
@@ -183,3 +193,54 @@ class RealWeightedGaussian(LinearGaussianFeatures):
                 means = np.linalg.solve(M, As @ Xg.T / var).T  # (rows, |S|)
                 out[np.ix_(rows, S)] += probabilities[rows, p][:, None] * means
         return out
+
+    # -- new rows, features held fixed (transform of the estimators) --------------------
+    def row_pattern_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
+        """``log p(x_n,obs | z_n, A)`` of each row under its own pattern (row of ``Z``),
+        weights integrated out: :meth:`pattern_log_likelihood` once per distinct
+        pattern. Shape (n_rows,)."""
+        out = np.empty(X.shape[0])
+        for rows, pattern in _rows_by_pattern(Z):
+            out[rows] = self.pattern_log_likelihood(
+                X[rows], observed[rows], pattern, A, params)[:, 0]
+        return out
+
+    def mean_field(self, X, observed, log_odds, A, params, n_steps=5) -> np.ndarray:
+        """``q(z_nk = 1)`` of new rows with many features, features held at ``A``.
+
+        Feature by feature for all rows at once, ``q_k`` is the conditional probability
+        of ``z_k = 1`` given the other features at their current mode (the weights
+        integrated out), which is then updated; ``n_steps`` passes.
+        """
+        q = expit(log_odds)
+        mode = q > 0.5
+        for _ in range(n_steps):
+            for k in range(A.shape[0]):
+                on, off = mode.copy(), mode.copy()
+                on[:, k], off[:, k] = True, False
+                gain = (self.row_pattern_log_likelihood(X, observed, on, A, params)
+                        - self.row_pattern_log_likelihood(X, observed, off, A, params))
+                q[:, k] = expit(log_odds[:, k] + gain)
+                mode[:, k] = q[:, k] > 0.5
+        return q
+
+    def expected_weights_given_patterns(self, X, observed, Z, A, params) -> np.ndarray:
+        """``E[w_n | x_n,obs, z_n, A]`` of each row under its own pattern (row of ``Z``):
+        :meth:`expected_weights` once per distinct pattern. Shape (n_rows, n_features)."""
+        out = np.empty((X.shape[0], A.shape[0]))
+        for rows, pattern in _rows_by_pattern(Z):
+            out[rows] = self.expected_weights(X[rows], observed[rows], pattern,
+                                              np.ones((rows.size, 1)), A, params)
+        return out
+
+    def draw_weights(self, X, observed, Z, A, params, rng) -> np.ndarray:
+        """One draw of each row's weights ``z_n * y_n`` from their Gaussian conditional
+        given the row and its pattern ``z_n`` (row of ``Z``), features held at ``A``;
+        ``rng`` is a NumPy ``Generator``. Shape (n_rows, n_features)."""
+        mean, cov = self.weight_posterior(X, observed, Z, A, params)
+        W = np.zeros(Z.shape)
+        for n in range(Z.shape[0]):
+            S = np.flatnonzero(Z[n])
+            if S.size:
+                W[n, S] = rng.multivariate_normal(mean[n, S], cov[n][np.ix_(S, S)])
+        return W

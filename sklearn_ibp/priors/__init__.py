@@ -2,6 +2,7 @@
 
 from .crp import crp_log_prob, expected_n_clusters, sample_alpha_posterior_crp, sample_crp
 from .ddibp import (
+    DDIBPPrior,
     calibrate_decay,
     compute_reachability,
     ddibp_log_prob,
@@ -39,6 +40,7 @@ __all__ = [
     "expected_n_clusters",
     "sample_alpha_posterior_crp",
     "sample_crp",
+    "DDIBPPrior",
     "calibrate_decay",
     "compute_reachability",
     "ddibp_log_prob",

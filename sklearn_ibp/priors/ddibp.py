@@ -19,7 +19,9 @@ The pieces, in the order the generative process uses them:
 - :func:`compute_reachability` and :func:`inherit_features`: who inherits each dish
   (numba kernels, ``O(N)`` per dish);
 - :func:`ddibp_log_prob`: ``log P(c*, C)`` (eqs. 2-4);
-- :func:`sample_ddibp`: a draw of ``(Z, c*, C)``.
+- :func:`sample_ddibp`: a draw of ``(Z, c*, C)``;
+- :class:`DDIBPPrior`: the prior over a set of training rows as one object (``A``, ``h``
+  and the bound on the number of dishes), which the estimator hands to its sampler.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from sklearn.utils import check_array
 from .ibp import as_random_source
 
 __all__ = [
+    "DDIBPPrior",
     "DECAY_FUNCTIONS",
     "calibrate_decay",
     "compute_reachability",
@@ -570,3 +573,82 @@ def sample_ddibp(proximity, alpha: float, random_state=None):
     Z = np.zeros((n_samples, n_features), dtype=np.int8)
     fill_feature_matrix(owners, connections, Z)
     return Z, owners, connections
+
+
+class DDIBPPrior:
+    """The dd-IBP prior over ``n_samples`` customers (Gershman, Frazier and Blei 2015,
+    sec. 2.2): normalised proximities ``A``, normalisers ``h`` and, optionally, a bound on
+    the number of dishes.
+
+    What :class:`~sklearn_ibp.DistanceDependentIBP` gives its sampler (as ``hyper["prior"]``)
+    in place of loose arrays; the sampler reads :attr:`proximity`, :attr:`h` and
+    :attr:`max_features`, the estimator :meth:`log_prob` and :meth:`new_rows`.
+
+    Parameters
+    ----------
+    proximity : array-like of shape (n_samples, n_samples)
+        Normalised proximities ``a_ij = f(d_ij) / h_i`` (rows sum to one), as from
+        :func:`normalized_proximity`.
+    h : array-like of shape (n_samples,)
+        Normalisers ``h_i = sum_j f(d_ij)``.
+    max_features : int or None, default=None
+        At most this many dishes: the prior restricted to ``K <= max_features``.
+    """
+
+    def __init__(self, proximity, h, max_features=None):
+        self.proximity = np.asarray(proximity, dtype=float)
+        self.h = np.asarray(h, dtype=float)
+        n = self.h.shape[0] if self.h.ndim == 1 else -1
+        if self.proximity.shape != (n, n):
+            raise ValueError(
+                f"proximity must have shape (n_samples, n_samples) and h (n_samples,); got "
+                f"{self.proximity.shape} and {self.h.shape}."
+            )
+        if max_features is not None and (isinstance(max_features, bool)
+                                         or int(max_features) != max_features
+                                         or max_features < 1):
+            raise ValueError(f"max_features must be a positive integer or None; got "
+                             f"{max_features!r}.")
+        self.max_features = None if max_features is None else int(max_features)
+
+    @classmethod
+    def from_proximity(cls, proximity, max_features=None) -> DDIBPPrior:
+        """The prior of the (unnormalised) proximities ``f(D)`` (see
+        :func:`decay_proximity`)."""
+        A, h = normalized_proximity(proximity)
+        return cls(A, h, max_features)
+
+    @property
+    def n_samples(self) -> int:
+        return int(self.h.shape[0])
+
+    def log_prob(self, owners, connections, alpha: float) -> float:
+        """``log P(c*, C | alpha)`` of a labelled configuration (:func:`ddibp_log_prob`)."""
+        return ddibp_log_prob(owners, connections, self.proximity, self.h, alpha)
+
+    def alpha_rate(self) -> float:
+        """``sum_i 1 / h_i``: the rate of ``alpha``'s Gamma conditional (eq. 32) and the
+        expected number of dishes over ``alpha``."""
+        return float(np.sum(1.0 / self.h))
+
+    @staticmethod
+    def new_rows(proximity, Z):
+        """A new customer's chance of each training dish: it links to training row ``j``
+        with probability ``f(d_j) / h`` and to itself with ``f(0) / h = 1 / h``, so it has
+        dish ``k`` with probability ``sum_j f(d_j) z_jk / h``, ``h = 1 + sum_j f(d_j)``;
+        it owns ``Poisson(alpha / h)`` new dishes.
+
+        Parameters
+        ----------
+        proximity : ndarray of shape (n_new, n_samples)
+            ``f(d_ij)`` of each new row to each training row.
+        Z : ndarray of shape (n_samples, n_features)
+            The training rows' dishes.
+
+        Returns
+        -------
+        probabilities : ndarray of shape (n_new, n_features)
+        h : ndarray of shape (n_new,)
+        """
+        h = 1.0 + proximity.sum(axis=1)
+        return proximity @ Z / h[:, None], h

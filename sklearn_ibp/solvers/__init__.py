@@ -69,7 +69,13 @@ DP_SOLVERS = {
     "retrospective": RetrospectiveDP,
 }
 
+#: Solver names accepted by ``DistanceDependentIBP(solver=...)``.
+DDIBP_SOLVERS = {
+    "gibbs": DistanceDependentGibbs,
+}
+
 __all__ = [
+    "DDIBP_SOLVERS",
     "DP_SOLVERS",
     "EXPLICIT_SOLVERS",
     "SOLVERS",

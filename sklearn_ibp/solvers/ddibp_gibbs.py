@@ -28,7 +28,7 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ..priors.ddibp import compute_reachability
+from ..priors.ddibp import DDIBPPrior, compute_reachability
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._collapsed_kernels import _full_inverse
 from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
@@ -41,13 +41,14 @@ _NO_BOUND = np.int64(np.iinfo(np.int64).max)
 class DistanceDependentGibbs(BaseIBPSolver):
     """Gibbs and Metropolis sampler of the dd-IBP with the linear-Gaussian likelihood.
 
-    The normalised proximity matrix is given to :meth:`initialize` through ``hyper``
-    (``hyper["proximity"]``, rows summing to one, and ``hyper["h"]``, the row sums of the
-    decay function before normalisation). The chain starts from the dishes
+    The prior is given to :meth:`initialize` as ``hyper["prior"]``, a
+    :class:`~sklearn_ibp.priors.ddibp.DDIBPPrior` (normalised proximities, normalisers
+    ``h`` and the bound ``max_features`` on the number of dishes: births beyond it are
+    rejected); ``hyper["proximity"]``, ``hyper["h"]`` and ``hyper["max_features"]``
+    given loose are read the same way. The chain starts from the dishes
     ``hyper["owners"]`` with links ``hyper["connections"]`` (n_samples, K) when given;
     otherwise from no features when ``Z`` has no columns, or from a draw of the prior when
-    ``Z`` is None. ``hyper["max_features"]`` (optional) truncates the prior to at most that
-    many dishes: births beyond it are rejected.
+    ``Z`` is None.
 
     Parameters
     ----------
@@ -77,9 +78,12 @@ class DistanceDependentGibbs(BaseIBPSolver):
         self.link_update = link_update
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        proximity = np.ascontiguousarray(hyper["proximity"], dtype=float)
+        prior = hyper.get("prior")
+        if prior is None:  # the prior's arrays given loose
+            prior = DDIBPPrior(hyper["proximity"], hyper["h"], hyper.get("max_features"))
+        proximity = np.ascontiguousarray(prior.proximity, dtype=float)
         N = proximity.shape[0]
-        h = np.asarray(hyper["h"], dtype=float)
+        h = np.asarray(prior.h, dtype=float)
         state = FeatureState(
             X=np.ascontiguousarray(X, dtype=float),
             Z=np.zeros((N, 0), dtype=np.int8),
@@ -93,9 +97,8 @@ class DistanceDependentGibbs(BaseIBPSolver):
         off_diagonal = proximity - np.diag(np.diag(proximity))
         with np.errstate(divide="ignore"):
             log_no_link = np.log1p(-np.minimum(off_diagonal, 1.0)).sum(axis=0)
-        max_features = hyper.get("max_features")
         state.stats.update(
-            max_features=None if max_features is None else int(max_features),
+            max_features=prior.max_features,
             proximity=proximity,
             proximity_t=np.ascontiguousarray(proximity.T),
             cum_proximity=np.ascontiguousarray(np.cumsum(proximity, axis=1)),

@@ -326,3 +326,51 @@ def test_check_data_rejects_non_binary_observed_entries():
     bad[2, 0] = 2.0
     with pytest.raises(ValueError, match="X must be binary"):
         model.check_data(bad, observed)
+
+
+def _all_patterns(n_features):
+    codes = np.arange(2**n_features)
+    return ((codes[:, None] >> np.arange(n_features)) & 1).astype(float)
+
+
+@pytest.mark.parametrize("model", ["gaussian", "exponential", "noisy_or", "weighted"])
+def test_pattern_log_likelihood_of_new_rows_against_row_log_likelihood(model):
+    """The predictive methods for new rows (features held fixed) give, for every pattern
+    ``z``, ``row_log_likelihood`` of the rows with ``z`` as their features; the
+    real-weighted one integrates the weights: a Gaussian with covariance
+    ``sigma_x^2 I + A_z^T A_z``."""
+    from sklearn_ibp.likelihoods import LeakyNoisyOr, RealWeightedGaussian
+
+    rng = np.random.default_rng(3)
+    n_rows, n_dims, n_features = 5, 4, 3
+    observed = rng.random((n_rows, n_dims)) < 0.8
+    observed[:, 0] = True
+    patterns = _all_patterns(n_features)
+    if model == "noisy_or":
+        lik, params = LeakyNoisyOr(), {"epsilon": 0.8, "lambda": 0.3, "p_a": 0.5}
+        A = (rng.random((n_features, n_dims)) < 0.5).astype(float)
+        X = (rng.random((n_rows, n_dims)) < 0.5).astype(float)
+        got = lik.pattern_log_likelihood(X, observed, patterns, A, params)
+    else:
+        params = {"sigma_x": 0.7, "sigma_a": 1.3, "rate": 1.5}
+        A = rng.normal(size=(n_features, n_dims))
+        X = rng.normal(size=(n_rows, n_dims))
+        if model == "weighted":
+            lik = RealWeightedGaussian()
+            got = lik.pattern_log_likelihood(X, observed, patterns, A, params)
+        else:
+            lik = LinearGaussianFeatures() if model == "gaussian" else ExponentialGaussian()
+            got = lik.pattern_log_predictive(X, observed, patterns, A,
+                                             np.zeros((n_features, n_features)), params)
+    for p, z in enumerate(patterns):
+        Z = np.tile(z, (n_rows, 1))
+        if model == "weighted":
+            want = []
+            for n in range(n_rows):
+                Ao = A[z > 0][:, observed[n]]
+                cov = 0.49 * np.eye(observed[n].sum()) + Ao.T @ Ao
+                want.append(stats.multivariate_normal(np.zeros(len(cov)), cov).logpdf(
+                    X[n, observed[n]]))
+        else:
+            want = lik.row_log_likelihood(X, observed.astype(np.uint8), Z, A, params)
+        np.testing.assert_allclose(got[:, p], want, rtol=1e-10, atol=1e-10)

@@ -347,3 +347,29 @@ def test_calibrated_decay_expects_the_ibp_feature_count_in_any_unit():
     P = decay_proximity(pairwise_distances_for_ddibp(t, sequential=True), "constant")
     assert expected_feature_factor(P) == pytest.approx(harmonic, rel=1e-12)
     assert expected_feature_factor(np.ones((80, 80))) == pytest.approx(1.0, rel=1e-12)
+
+
+def test_ddibp_prior_object_matches_the_functions():
+    """``DDIBPPrior`` holds ``A``, ``h`` and the bound; its log probability, alpha rate and
+    new-row probabilities are those of the functions and the seed's formulas."""
+    from sklearn_ibp.priors.ddibp import DDIBPPrior, expected_feature_factor
+
+    D = pairwise_distances_for_ddibp(np.arange(6.0))
+    F = decay_proximity(D, "exponential", decay=0.7)
+    prior = DDIBPPrior.from_proximity(F, max_features=4)
+    A, h = normalized_proximity(F)
+    np.testing.assert_array_equal(prior.proximity, A)
+    np.testing.assert_array_equal(prior.h, h)
+    assert prior.max_features == 4 and prior.n_samples == 6
+    Z, owners, connections = sample_ddibp(F, 2.0, random_state=0)
+    assert prior.log_prob(owners, connections, 2.0) == ddibp_log_prob(owners, connections, A,
+                                                                     h, 2.0)
+    assert prior.alpha_rate() == pytest.approx(expected_feature_factor(F), rel=1e-12)
+    new = F[:2]  # two new rows at the positions of rows 0 and 1
+    p, h_new = DDIBPPrior.new_rows(new, Z)
+    np.testing.assert_allclose(h_new, 1.0 + new.sum(axis=1))
+    np.testing.assert_allclose(p, new @ Z / h_new[:, None])
+    with pytest.raises(ValueError, match="proximity must have shape"):
+        DDIBPPrior(A[:, :5], h)
+    with pytest.raises(ValueError, match="max_features"):
+        DDIBPPrior(A, h, max_features=0)
