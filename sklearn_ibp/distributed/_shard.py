@@ -21,7 +21,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ..solvers._accelerated_kernels import refresh_posterior, sweep_accelerated
+from ..solvers.ibp._accelerated_kernels import refresh_posterior, sweep_accelerated
 
 __all__ = ["ShardData", "ShardState", "RoundMessage", "run_round"]
 

@@ -19,7 +19,7 @@ from ..priors.ddibp import (
     pairwise_distances_for_ddibp,
 )
 from ..priors.ibp import as_random_source
-from ..solvers.ddibp_gibbs import DistanceDependentGibbs
+from ..solvers.ddibp import DistanceDependentGibbs
 from .factor_analysis import IBPFactorAnalysis, _check_missing_pattern
 
 __all__ = ["DistanceDependentIBP"]
