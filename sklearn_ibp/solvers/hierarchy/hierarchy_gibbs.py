@@ -396,7 +396,8 @@ class HierarchyGibbs(BaseEstimator):
         that no category links both and no row reaches through both becomes one feature
         linked by the categories of either, its children those of ``k`` and of ``j``
         (disjoint rows), its ``a`` drawn from the data-driven proposal
-        (:func:`~._hierarchy_kernels.feature_proposal`) given its rows. Otherwise *split*,
+        (:func:`~sklearn_ibp.solvers._feature_proposal_kernels.feature_proposal`) given its
+        rows. Otherwise *split*,
         the inverse: a random feature linked by ``m >= 2`` categories hands a uniformly
         random non-empty proper subset of them to a new feature (rejected if a row
         reaches both parts), both ``a`` drawn from their proposals. The children keep

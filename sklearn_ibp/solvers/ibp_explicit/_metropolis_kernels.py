@@ -129,7 +129,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     ``K .. K + K_new - 1`` of ``A``. With ``proposal == PROPOSE_PRIOR`` the values come
     from the prior ``G_0``, and the acceptance ratio is the likelihood ratio (Meeds et
     al. 2007). With ``PROPOSE_DATA`` each new value comes in turn from
-    :func:`~sklearn_ibp.solvers.hierarchy._hierarchy_kernels.feature_proposal` (its conditional
+    :func:`~sklearn_ibp.solvers._feature_proposal_kernels.feature_proposal` (its conditional
     posterior given row ``n`` and the features before it), and the ratio also holds
     ``G_0(a) / q(a)`` of the new values over that of the replaced ones, which are scored
     the same way in a uniformly random order (an auxiliary order, uniform given the
