@@ -11,7 +11,7 @@ from numba import njit
 
 @njit(cache=True)
 def compute_reachability(connections, owner):
-    """Customers that reach ``owner`` along one dish's links (seed ``004``, sec. 2.2 step 3).
+    """Customers that reach ``owner`` along one dish's links (Gershman et al., sec. 2.2, step 3).
 
     ``connections[i] = j`` means customer ``i`` links to ``j`` for this dish. Each customer
     has exactly one outgoing link, so following links from ``i`` either arrives at the owner
