@@ -97,7 +97,7 @@ from sklearn_ibp.likelihoods.conditionally_conjugate import (  # noqa: E402
 )
 from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase  # noqa: E402
 from sklearn_ibp.solvers import DP_SOLVERS  # noqa: E402
-from sklearn_ibp.solvers._dp_base import relabel  # noqa: E402
+from sklearn_ibp.solvers.dp._dp_base import relabel  # noqa: E402
 
 # Targets of the issue.
 TARGET_SWEEP_10K = 0.01

@@ -22,10 +22,10 @@ import time
 import numpy as np
 
 from sklearn_ibp.likelihoods.conditionally_conjugate import ConditionallyConjugateBase
-from sklearn_ibp.solvers.dp_auxiliary import AuxiliaryDP
-from sklearn_ibp.solvers.dp_gibbs import GibbsDP
-from sklearn_ibp.solvers.dp_metropolis import MetropolisDP
-from sklearn_ibp.solvers.dp_no_gaps import NoGapsDP
+from sklearn_ibp.solvers.dp.dp_auxiliary import AuxiliaryDP
+from sklearn_ibp.solvers.dp.dp_gibbs import GibbsDP
+from sklearn_ibp.solvers.dp.dp_metropolis import MetropolisDP
+from sklearn_ibp.solvers.dp.dp_no_gaps import NoGapsDP
 
 try:  # the conjugate base, when present
     from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase

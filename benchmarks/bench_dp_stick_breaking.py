@@ -32,9 +32,9 @@ import time
 import numpy as np
 
 from sklearn_ibp.likelihoods._mixture_base import BaseMixtureComponents
-from sklearn_ibp.solvers.dp_retrospective import RetrospectiveDP
-from sklearn_ibp.solvers.dp_slice import SliceDP
-from sklearn_ibp.solvers.dp_truncated import TruncatedDP
+from sklearn_ibp.solvers.dp.dp_retrospective import RetrospectiveDP
+from sklearn_ibp.solvers.dp.dp_slice import SliceDP
+from sklearn_ibp.solvers.dp.dp_truncated import TruncatedDP
 
 
 class ToyNormalWishart(BaseMixtureComponents):

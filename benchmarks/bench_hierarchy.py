@@ -84,7 +84,7 @@ from numpy_noisy_or import check_invariants as check_noisy_or  # noqa: E402
 from sklearn_ibp import NoisyOrHierarchy  # noqa: E402
 from sklearn_ibp.datasets import make_correlated_block_images  # noqa: E402
 from sklearn_ibp.likelihoods import ExponentialGaussian  # noqa: E402
-from sklearn_ibp.solvers.hierarchy_gibbs import HierarchyGibbs  # noqa: E402
+from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs  # noqa: E402
 
 SIZES = (350, 700, 2800)
 START_SWEEPS = 30

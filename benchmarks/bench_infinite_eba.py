@@ -1,6 +1,6 @@
 """InfiniteEBA (seed 002 sec. 4.5): the sampler's speed and its predictive quality.
 
-1. Seconds per sweep of :class:`~sklearn_ibp.solvers.eba_slice.EBASliceSampler` on a
+1. Seconds per sweep of :class:`~sklearn_ibp.solvers.eba.eba_slice.EBASliceSampler` on a
    problem of the celebrities' size (9 alternatives, all 36 pairs compared 100 times,
    make_tree_eba) against a plain-NumPy implementation of the same sweep in the same
    process on the same data: the stick-breaking step is shared (the package's kernels),
@@ -36,8 +36,11 @@ from sklearn_ibp import InfiniteEBA
 from sklearn_ibp.datasets import make_tree_eba, win_counts_from_pairs
 from sklearn_ibp.likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from sklearn_ibp.likelihoods.choice import bradley_terry_probabilities, fit_bradley_terry
-from sklearn_ibp.solvers._semi_ordered_slice_kernels import sort_by_sticks, to_stick_breaking
-from sklearn_ibp.solvers.eba_slice import EBASliceSampler
+from sklearn_ibp.solvers.eba.eba_slice import EBASliceSampler
+from sklearn_ibp.solvers.ibp_explicit._semi_ordered_slice_kernels import (
+    sort_by_sticks,
+    to_stick_breaking,
+)
 
 QUICK = "--quick" in sys.argv
 

@@ -1,6 +1,6 @@
 """The dd-IBP sampler in plain NumPy: the speed baseline of ``bench_ddibp.py``.
 
-The sampler is the one of :class:`sklearn_ibp.solvers.ddibp_gibbs.DistanceDependentGibbs`
+The sampler is the one of :class:`sklearn_ibp.solvers.ddibp.ddibp_gibbs.DistanceDependentGibbs`
 (Gershman, Frazier and Blei, "Distance dependent infinite latent feature models", sec. 5,
 with the collapsed linear-Gaussian likelihood of eq. 36): the same moves, the same proposals
 and the same acceptance ratios, written the way a competent NumPy programmer would write
@@ -328,7 +328,7 @@ def check_against_numba(n_chains=4, n_sweeps=5000, burn_in=200, seed=0):
 
     Returns a dict ``{statistic: (numpy_mean, numpy_se, numba_mean, numba_se, z)}``.
     """
-    from sklearn_ibp.solvers.ddibp_gibbs import DistanceDependentGibbs
+    from sklearn_ibp.solvers.ddibp.ddibp_gibbs import DistanceDependentGibbs
 
     X, hyper = _tiny_problem(seed)
     runs = {}

@@ -49,7 +49,7 @@ features in the exact two-row test below (``E[sum Z]`` 2.4264 +- 0.0016 against 
 2.4194, 64 chains; with the likelihood switched off the prior came out right); with random
 orders it agrees.
 
-Differences from :class:`sklearn_ibp.solvers.hierarchy_gibbs.HierarchyGibbs` (its
+Differences from :class:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.HierarchyGibbs` (its
 ``sweep`` with the DP upper process and the ``or`` link): the same model and the same
 target posterior, but
 
@@ -479,7 +479,7 @@ def _self_check(n_chains=8, n_sweeps=5000, ours_chains=32, ours_sweeps=15000, bu
 
     # 2. The exact posterior of two rows (A integrated out), NumPy and HierarchyGibbs.
     from sklearn_ibp.likelihoods import ExponentialGaussian
-    from sklearn_ibp.solvers.hierarchy_gibbs import HierarchyGibbs
+    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs
 
     X = np.array([[1.2, 0.3], [1.0, 0.9]])
     hyper = dict(alpha_c=1.0, alpha_m=1.0, sigma_x=0.5, rate=1.0)

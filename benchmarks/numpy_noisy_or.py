@@ -15,7 +15,7 @@ parents of ``z_nk``, and
 soon as they appear. Every entry is observed (no missing-data mask).
 
 One sweep makes the same Markov chain moves as
-:meth:`sklearn_ibp.solvers.hierarchy_gibbs.HierarchyGibbs.sweep` with ``upper="ibp"``,
+:meth:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.HierarchyGibbs.sweep` with ``upper="ibp"``,
 ``link="noisy_or"`` and ``transfer_moves=False, merge_split_moves=False`` (the kernels
 ``ibp_rows``, ``link_pass``, ``child_pass`` and the likelihood's ``A`` update), written
 the way a careful researcher would write them in NumPy: vectorised over the members of a
@@ -656,7 +656,7 @@ def _self_check(prior_chains=32, prior_sweeps=2000, prior_draw_count=40000, n_ch
 
     # (b) Three rows, D = 2: NumPy against HierarchyGibbs (default moves).
     from sklearn_ibp.likelihoods import ExponentialGaussian
-    from sklearn_ibp.solvers.hierarchy_gibbs import HierarchyGibbs
+    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs
 
     X = np.array([[1.2, 0.3], [1.0, 0.9], [0.1, 1.1]])
     hyper = dict(alpha_c=1.0, alpha_m=1.0, q=0.3, sigma_x=0.5, rate=1.0)

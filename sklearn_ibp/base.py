@@ -22,6 +22,7 @@ from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
+from .exceptions import NoFeaturesWarning, SamplingInterruptedWarning, SamplingStoppedError
 from .priors.ibp import harmonic_rate, ibp_log_prob
 
 __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
@@ -125,18 +126,6 @@ def document_loop_parameters(n_iter: int, sample_hyperparameters: str, /, **extr
     return decorate
 
 
-class SamplingInterruptedWarning(UserWarning):
-    """Warns that a fit was interrupted and kept only the samples drawn so far."""
-
-
-class NoFeaturesWarning(UserWarning):
-    """Warns that a latent feature fit ended with no feature at all.
-
-    ``transform`` then returns an array with no column, which the next step of a
-    ``Pipeline`` cannot use.
-    """
-
-
 def warn_no_features(estimator, sigma_x) -> None:
     """Warn, saying what to do, that ``estimator``'s fit kept no feature."""
     noise = "" if sigma_x is None else f" (noise level sigma_x_={sigma_x:.3g})"
@@ -148,14 +137,6 @@ def warn_no_features(estimator, sigma_x) -> None:
         NoFeaturesWarning,
         stacklevel=3,
     )
-
-
-class SamplingStoppedError(RuntimeError):
-    """Raised by a solver that cannot go on (for example, every Dask worker was lost).
-
-    The loop treats it like an interrupt: the fit keeps the samples drawn so far and
-    warns with the reason.
-    """
 
 
 def _chain_seeds(random_state, n_chains):

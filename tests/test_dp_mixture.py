@@ -165,7 +165,7 @@ def test_point_estimate_options():
     for a, b in zip(vi.samples_, best.samples_, strict=True):
         np.testing.assert_array_equal(a["labels"], b["labels"])
     np.testing.assert_array_equal(best.labels_, best._best_sample()["labels"])
-    from sklearn_ibp.solvers._dp_partition import expected_partition_loss
+    from sklearn_ibp.solvers.dp._dp_partition import expected_partition_loss
 
     kept = [s["labels"] for s in vi.samples_]
     loss_vi = expected_partition_loss(vi.labels_, kept)

@@ -1,6 +1,6 @@
 """IBPFactorAnalysis with the variational solvers (seed 000 ch. 6): the estimator's fitted
 record, transform by the variational E-step, held-out scores, missing entries, refusals.
-The solvers' own correctness is in tests/solvers/test_variational.py."""
+The solvers' own correctness is in tests/solvers/variational/test_variational.py."""
 
 import numpy as np
 import pytest

@@ -30,8 +30,8 @@ from sklearn_ibp.likelihoods.choice import (
     fit_bradley_terry,
 )
 from sklearn_ibp.priors.ibp import harmonic_rate, ibp_log_prob
-from sklearn_ibp.solvers import _eba_slice_kernels as kernels
-from sklearn_ibp.solvers.eba_slice import EBASliceSampler
+from sklearn_ibp.solvers.eba import _eba_slice_kernels as kernels
+from sklearn_ibp.solvers.eba.eba_slice import EBASliceSampler
 
 LAPSE = 0.01
 UPPER = np.triu_indices(4, 1)

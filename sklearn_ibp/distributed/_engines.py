@@ -12,13 +12,9 @@ from __future__ import annotations
 import time
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
 
-from ..base import SamplingStoppedError
+from ..exceptions import WorkersLostError
 
 __all__ = ["DaskEngine", "ThreadEngine", "WorkersLostError", "make_engine"]
-
-
-class WorkersLostError(SamplingStoppedError):
-    """No Dask worker is left to run a shard (or a shard was lost too many times)."""
 
 
 class ThreadEngine:

@@ -100,7 +100,7 @@ import numpy as np
 
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..priors.ibp import _labelled_log_prob_from_counts
-from ..solvers._accelerated_kernels import refresh_posterior
+from ..solvers.ibp._accelerated_kernels import refresh_posterior
 from ._common import tree_sum
 from ._shard import ShardData, ShardState, _pad, sweep_shard_rows
 

@@ -1,7 +1,7 @@
 """Numba kernels of one shard of the data-parallel noisy-or sampler (seed 000 sec. 5.1).
 
 The rows are swept by the serial kernel of :class:`~sklearn_ibp.solvers.MetropolisGibbs`,
-:func:`~sklearn_ibp.solvers._metropolis_kernels.metropolis_rows`, with its shard
+:func:`~sklearn_ibp.solvers.ibp_explicit._metropolis_kernels.metropolis_rows`, with its shard
 arguments:
 
 * the IBP prior of ``z_nk`` counts over ``n_total`` rows (all shards), not the shard's;
@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from ..likelihoods._leaky_noisy_or_kernels import log_prob_one_table
-from ..solvers._metropolis_kernels import refresh_prediction
+from ..solvers.ibp_explicit._metropolis_kernels import refresh_prediction
 
 __all__ = ["refresh_counts", "sweep_features_cavity", "table_counts"]
 
@@ -83,8 +83,8 @@ def sweep_features_cavity(A, counts, X, observed, feature_ptr, feature_rows, noi
 @njit(cache=True, nogil=True)
 def refresh_counts(Z, A, K, pred, counts):
     """``pred = Z[:, :K] A[:K]`` (float64, by the serial
-    :func:`~sklearn_ibp.solvers._metropolis_kernels.refresh_prediction`) and ``counts``,
-    the same as int64, without the GIL (the shards of the thread backend would queue on
+    :func:`~sklearn_ibp.solvers.ibp_explicit._metropolis_kernels.refresh_prediction`) and
+    ``counts``, the same as int64, without the GIL (the shards of the thread backend would queue on
     it)."""
     refresh_prediction(Z, A, K, pred)
     for i in range(Z.shape[0]):

@@ -51,7 +51,7 @@ import numpy as np
 from ..likelihoods._leaky_noisy_or_kernels import log_prob_one_table
 from ..likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
 from ..likelihoods.linear_gaussian import _rows_by_feature
-from ..solvers._metropolis_kernels import metropolis_rows
+from ..solvers.ibp_explicit._metropolis_kernels import metropolis_rows
 from ._noisy_or_kernels import refresh_counts, sweep_features_cavity, table_counts
 
 __all__ = ["NoisyOrMessage", "NoisyOrShardData", "NoisyOrShardState", "cavity_log_odds",

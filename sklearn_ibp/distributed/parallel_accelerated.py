@@ -33,7 +33,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
-from ..solvers._base import BaseIBPSolver, FeatureState
+from ..solvers.ibp._base import BaseIBPSolver, FeatureState
 from . import _metropolis
 from ._common import (
     AsynchronousRoundsMixin,

@@ -25,8 +25,8 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..priors.ibp import ibp_log_prob
-from ..solvers._explicit_base import ExplicitFeatureSolver, new_explicit_state
-from ..solvers._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
+from ..solvers.ibp_explicit._explicit_base import ExplicitFeatureSolver, new_explicit_state
+from ..solvers.ibp_explicit._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
 from ._common import AsynchronousRoundsMixin, DistributedSolverMixin, map_message_ids, tree_sum
 from ._noisy_or_shard import (
     NoisyOrMessage,

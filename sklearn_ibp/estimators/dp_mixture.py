@@ -18,8 +18,8 @@ from ..likelihoods.normal_wishart import NormalWishartBase
 from ..priors.crp import crp_log_prob
 from ..priors.ibp import as_random_source
 from ..solvers import DP_SOLVERS
-from ..solvers._dp_base import relabel
-from ..solvers._dp_partition import partition_point_estimate
+from ..solvers.dp._dp_base import relabel
+from ..solvers.dp._dp_partition import partition_point_estimate
 
 __all__ = ["DPMixture"]
 

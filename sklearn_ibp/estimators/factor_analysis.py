@@ -17,7 +17,6 @@ from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, _chain_seeds, document_loop_parameters, warn_no_features
-from ..distributed import PARALLEL_SOLVERS
 from ..likelihoods import (
     ExponentialGaussian,
     LeakyNoisyOr,
@@ -26,8 +25,8 @@ from ..likelihoods import (
 )
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
-from ..solvers.semi_ordered_slice import active_weights
+from ..solvers import EXPLICIT_SOLVERS, PARALLEL_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
+from ..solvers.ibp_explicit.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
 

@@ -19,8 +19,7 @@ from ..likelihoods.choice import (
     win_counts_from_pairs,
 )
 from ..priors.ibp import sample_ibp
-from ..solvers._eba_slice_kernels import total_log_likelihood
-from ..solvers.eba_slice import EBASliceSampler
+from ..solvers.eba import EBASliceSampler
 
 __all__ = ["InfiniteEBA"]
 
@@ -57,7 +56,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     decide a choice, so alternatives that share much compete closely with each other and
     less with the rest: the similarity effects that the Bradley-Terry-Luce model (unique
     aspects only) cannot represent. The aspects, weights and ``alpha`` are sampled by the
-    slice sampler of :class:`~sklearn_ibp.solvers.eba_slice.EBASliceSampler` (sec.
+    slice sampler of :class:`~sklearn_ibp.solvers.eba.EBASliceSampler` (sec.
     4.5.2), started from the best of several short runs from the prior, and predictions
     average the choice probabilities of the kept samples (the posterior mean predictive).
 
@@ -220,7 +219,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                     "eta")
 
     def _trace_values(self, state, log_joint):
-        log_lik = float(total_log_likelihood(state.wins, state.adv, state.lapse))
+        log_lik = state.log_likelihood()
         return (log_joint, log_lik, state.n_features, state.alpha, state.acceptance,
                 float(np.exp(state.log_eta)))
 

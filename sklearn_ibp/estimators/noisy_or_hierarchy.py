@@ -13,8 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
-from ..solvers import _hierarchy_kernels as kernels
-from ..solvers.hierarchy_gibbs import HierarchyGibbs
+from ..solvers.hierarchy import HierarchyGibbs
 from .factor_analysis import _check_missing_pattern
 
 __all__ = ["NoisyOrHierarchy"]
@@ -138,7 +137,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         example standardised data). The choice is in ``likelihood_``. Fitting 0/1 data
         with a real-valued likelihood warns.
     solver : "gibbs" or HierarchyGibbs, default="gibbs"
-        The sampler (:class:`~sklearn_ibp.solvers.hierarchy_gibbs.HierarchyGibbs`), or
+        The sampler (:class:`~sklearn_ibp.solvers.HierarchyGibbs`), or
         a configured instance of it.
     init_iter : int, default=20
         Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
@@ -429,15 +428,14 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         if self.n_components_ == 0 or self.n_categories_ == 0:
             return np.zeros((X.shape[0], self.n_components_))
         exact = self.upper == "dp" and self.link == "or"
-        return kernels.new_row_feature_probabilities(
+        return HierarchyGibbs.new_row_feature_probabilities(
             X0, observed, np.ascontiguousarray(self.connections_),
             np.ascontiguousarray(self.components_, dtype=np.float64),
-            self._category_log_prior(),
-            kernels.UPPER_DP if self.upper == "dp" else kernels.UPPER_IBP,
-            kernels.LINK_OR if self.link == "or" else kernels.LINK_NOISY_OR,
-            math.log(self.q_), lik.observation_kind,
-            lik.noise_array(self.likelihood_params_, X.shape[1]),
-            1 if exact else _TRANSFORM_SWEEPS, 0 if exact else _TRANSFORM_BURN, 0,
+            self._category_log_prior(), upper=self.upper, link=self.link,
+            log_q=math.log(self.q_), obs_kind=lik.observation_kind,
+            noise=lik.noise_array(self.likelihood_params_, X.shape[1]),
+            n_sweeps=1 if exact else _TRANSFORM_SWEEPS,
+            n_burn=0 if exact else _TRANSFORM_BURN, seed=0,
         )
 
     def inverse_transform(self, X):

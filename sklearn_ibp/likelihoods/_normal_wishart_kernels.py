@@ -61,7 +61,7 @@ def chol_rank_one(L, v, sign):
 
     False if a downdate would not leave a positive definite matrix (``L`` is then left
     partly modified). The one rank-one Cholesky update of the package: the DP samplers'
-    :func:`~sklearn_ibp.solvers._dp_gaussian_kernels.cholesky_rank_one` calls it too.
+    :func:`~sklearn_ibp.solvers.dp._dp_gaussian_kernels.cholesky_rank_one` calls it too.
     """
     D = L.shape[0]
     for k in range(D):

@@ -1,7 +1,7 @@
 """Pairwise choice models: elimination by aspects (EBA) and Bradley-Terry-Luce (BTL).
 
 Plain NumPy: the reference that the numba kernels of
-:mod:`sklearn_ibp.solvers._eba_slice_kernels` are tested against, and what the
+:mod:`sklearn_ibp.solvers.eba._eba_slice_kernels` are tested against, and what the
 estimator :class:`~sklearn_ibp.InfiniteEBA` uses to predict. Seed 002 sec. 4.5.1.
 
 Alternatives ``i = 0 .. N-1`` have binary aspects ``Z`` (N, K) with positive weights

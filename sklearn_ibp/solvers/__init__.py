@@ -1,33 +1,64 @@
-"""Inference algorithms, one module each: the IBP latent feature models and the DP
-mixtures."""
+"""Inference algorithms, one sub-package per model family and one module per algorithm,
+each beside its numba kernels; this module is the registry of the names ``solver=`` takes.
 
-from ._base import BaseIBPSolver, FeatureState
-from ._dp_base import BaseDPSolver, MixtureState
-from ._explicit_base import ExplicitFeatureSolver, ExplicitFeatureState
-from .accelerated import AcceleratedGibbs
-from .approximate_gibbs import ApproximateGibbs
-from .collapsed import CollapsedGibbs
-from .ddibp_gibbs import DistanceDependentGibbs
-from .dp_auxiliary import AuxiliaryDP
-from .dp_collapsed import CollapsedDPGibbs
-from .dp_gibbs import GibbsDP
-from .dp_metropolis import MetropolisDP
-from .dp_no_gaps import NoGapsDP
-from .dp_retrospective import RetrospectiveDP
-from .dp_slice import SliceDP
-from .dp_split_merge import SplitMergeDP
-from .dp_truncated import TruncatedDP
-from .hierarchy_gibbs import HierarchyGibbs, HierarchyState
-from .map_climb import MapClimb
-from .metropolis import MetropolisGibbs
-from .particle import ParticleFilter
-from .semi_collapsed import SemiCollapsedGibbs
-from .semi_ordered_slice import SemiOrderedSliceSampler
-from .slice import SliceSampler
-from .tempering import ParallelTempering
-from .truncated_gibbs import TruncatedGibbs
-from .uncollapsed import UncollapsedGibbs
+``ibp/``
+    collapsed and uncollapsed Gibbs samplers of the linear-Gaussian IBP model.
+``ibp_explicit/``
+    IBP samplers that keep the features explicit, for any explicit-feature likelihood.
+``variational/``
+    mean-field variational inference for the linear-Gaussian IBP model.
+``dp/``
+    samplers of the Dirichlet process mixtures.
+``hierarchy/``, ``ddibp/``, ``eba/``
+    the samplers of the feature hierarchies, the distance-dependent IBP and the infinite
+    elimination-by-aspects model.
+``_draw_kernels.py``, ``_feature_proposal_kernels.py``
+    kernels several families share: discrete draws and IBP prior terms; proposals of new
+    feature rows and the feature prior.
+
+The data-parallel solvers live in :mod:`sklearn_ibp.distributed`; this registry offers them
+as ``PARALLEL_SOLVERS`` (imported on first use).
+"""
+
+from . import _moved
+from .ddibp import DistanceDependentGibbs
+from .dp import (
+    AuxiliaryDP,
+    BaseDPSolver,
+    CollapsedDPGibbs,
+    GibbsDP,
+    MetropolisDP,
+    MixtureState,
+    NoGapsDP,
+    RetrospectiveDP,
+    SliceDP,
+    SplitMergeDP,
+    TruncatedDP,
+)
+from .hierarchy import HierarchyGibbs, HierarchyState
+from .ibp import (
+    AcceleratedGibbs,
+    BaseIBPSolver,
+    CollapsedGibbs,
+    FeatureState,
+    SemiCollapsedGibbs,
+    UncollapsedGibbs,
+)
+from .ibp_explicit import (
+    ApproximateGibbs,
+    ExplicitFeatureSolver,
+    ExplicitFeatureState,
+    MapClimb,
+    MetropolisGibbs,
+    ParallelTempering,
+    ParticleFilter,
+    SemiOrderedSliceSampler,
+    SliceSampler,
+    TruncatedGibbs,
+)
 from .variational import FiniteVariationalIBP, VariationalIBP
+
+_moved.install()
 
 #: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
 SOLVERS = {
@@ -74,9 +105,22 @@ DDIBP_SOLVERS = {
     "gibbs": DistanceDependentGibbs,
 }
 
+def __getattr__(name):
+    # The parallel solvers import the solvers, so they are imported on first use; the
+    # old module paths of the solvers resolve with a FutureWarning (see _moved.py).
+    if name == "PARALLEL_SOLVERS":
+        from ..distributed import PARALLEL_SOLVERS
+
+        return PARALLEL_SOLVERS
+    if name in _moved.MOVED_MODULES:
+        return _moved.import_moved(name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
 __all__ = [
     "DDIBP_SOLVERS",
     "DP_SOLVERS",
+    "PARALLEL_SOLVERS",
     "EXPLICIT_SOLVERS",
     "SOLVERS",
     "VARIATIONAL_SOLVERS",

@@ -23,8 +23,13 @@ from sklearn_ibp.likelihoods._real_weighted_kernels import (
 from sklearn_ibp.likelihoods.linear_gaussian import LinearGaussianFeatures
 from sklearn_ibp.likelihoods.real_weighted import RealWeightedGaussian
 from sklearn_ibp.priors.ibp import ibp_log_prob, sample_ibp
-from sklearn_ibp.solvers._semi_ordered_slice_kernels import update_weighted_row_features
-from sklearn_ibp.solvers.semi_ordered_slice import SemiOrderedSliceSampler, active_weights
+from sklearn_ibp.solvers.ibp_explicit._semi_ordered_slice_kernels import (
+    update_weighted_row_features,
+)
+from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import (
+    SemiOrderedSliceSampler,
+    active_weights,
+)
 from tests._enumeration import enumerate_prior, history_key
 from tests.solvers.test_exact_posterior import chi_square_against
 
@@ -221,7 +226,7 @@ def _exact_draw(key, rng):
 
 
 # Mixing over [Z] with Y and A explicit is slow, so (as for the binary slice samplers in
-# tests/solvers/test_slice_samplers.py) every chain starts from an exact posterior draw
+# tests/solvers/ibp_explicit/test_slice_samplers.py) every chain starts from an exact posterior draw
 # of (Z, Y, A) and runs a few sweeps: the class of its last state is again an exact draw
 # if the sweep leaves the posterior invariant, and the chains are independent, so the
 # chi-square test is exact. Scratch runs at 1500 chains x 6 sweeps, seeds 0-3: p-values

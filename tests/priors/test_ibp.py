@@ -267,7 +267,7 @@ def test_smallest_truncation_values():
 def test_truncated_gibbs_error_bound_is_the_eq_6_9_exponent():
     """``truncation_error_bound`` of the truncated Gibbs sampler (a union bound) is the
     exponent of eq. 6.9: ``bound = 1 - exp(-union)``."""
-    from sklearn_ibp.solvers.truncated_gibbs import truncation_error_bound
+    from sklearn_ibp.solvers.ibp_explicit.truncated_gibbs import truncation_error_bound
 
     for N, alpha, K in [(5, 0.5, 10), (30, 5.0, 20), (1000, 2.0, 3)]:
         union = truncation_error_bound(N, alpha, K)

@@ -5,13 +5,13 @@ import pytest
 from scipy.stats import multivariate_normal, poisson
 
 from sklearn_ibp.likelihoods import feature_posterior
-from sklearn_ibp.solvers._accelerated_kernels import refresh_posterior, window_log_density
-from sklearn_ibp.solvers._shared_kernels import (
+from sklearn_ibp.solvers._draw_kernels import (
     draw_binary,
     draw_from_log_weights,
     log_poisson_table,
     log_prior_odds,
 )
+from sklearn_ibp.solvers.ibp._accelerated_kernels import refresh_posterior, window_log_density
 
 
 @pytest.mark.parametrize("w", [1, 3])

@@ -1,0 +1,740 @@
+"""Numba kernels of the dd-IBP sampler (Gershman, Frazier and Blei, seed 004, sec. 5).
+
+The features ``W`` of the linear-Gaussian model are integrated out (eq. 36, the same as
+eq. A.2 of the IBP thesis). With ``M = Z^T Z + r I`` (``r = s_x^2 / s_a^2``) the kernels
+keep ``M^{-1}``, ``Z^T X`` and ``G = M^{-1} Z^T X`` (the posterior mean of the features).
+
+Every move of the sampler changes one column ``z`` of ``Z`` with the other columns fixed.
+Writing ``R`` and ``G_{-k}`` for ``M^{-1}`` and ``G`` of the model without column ``k``,
+the block (Schur complement) form of the inverse gives
+
+    log p(X | Z) = log p(X | Z_{-k}) - D/2 log s + |u|^2 / (2 s_x^2 s) + D log(s_x / s_a)
+
+with ``b = Z_{-k}^T z``, ``s = z^T z + r - b^T R b`` and ``u = z^T X - b^T G_{-k}``. So a
+link update of dish ``k`` needs only ``(z^T z, b, z^T X)`` of its two candidate columns,
+which differ on the rows whose path runs through the customer (the window of rows whose
+``z`` changes, seed 004 sec. 8): at most ``O(|rows| (K + D) + K^2 + K D)`` per update
+instead of an ``O(N^3)`` recomputation, and no update visits all N customers (see
+:func:`sweep_connections`). Adding or removing a whole column (an ownership move) uses the
+same formula with ``R = M^{-1}``.
+"""
+
+import math
+
+import numpy as np
+from numba import njit
+
+from ...priors._ddibp_kernels import compute_reachability
+
+
+@njit(cache=True)
+def draw_link(cum_row, rng):
+    """Draw a link target from one row of cumulative normalised proximities."""
+    u = rng.random() * cum_row[cum_row.shape[0] - 1]
+    lo = 0
+    hi = cum_row.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum_row[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    return lo
+
+
+@njit(cache=True)
+def _column_score(count, b, zX, R, G, n_features, ratio, sigma_x):
+    """``-D/2 log s + |u|^2 / (2 s_x^2 s)`` of a column with statistics ``(z^T z, b, z^T X)``
+    added to the model whose ``M^{-1}`` and ``G`` are ``R`` and ``G`` (only the entries
+    where ``b`` is nonzero are read, so a column ``k`` excluded by ``b[k] = 0`` is ignored).
+    """
+    K = n_features
+    D = zX.shape[0]
+    s = count + ratio
+    for a in range(K):
+        if b[a] == 0.0:
+            continue
+        acc = 0.0
+        for j in range(K):
+            acc += R[a, j] * b[j]
+        s -= b[a] * acc
+    s = max(s, 1e-12 * ratio)
+    unorm = 0.0
+    for d in range(D):
+        v = zX[d]
+        for a in range(K):
+            if b[a] != 0.0:
+                v -= b[a] * G[a, d]
+        unorm += v * v
+    return -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+
+
+@njit(cache=True)
+def _remove_column_stats(Minv, G, k, n_features, col):
+    """Turn ``Minv, G`` into those of the model without column ``k`` (row and column ``k``
+    are left as zeros)."""
+    K = n_features
+    mkk = Minv[k, k]
+    for a in range(K):
+        col[a] = Minv[a, k]
+    for a in range(K):
+        f = col[a] / mkk
+        for j in range(K):
+            Minv[a, j] -= f * col[j]
+        if a != k:
+            for d in range(G.shape[1]):
+                G[a, d] -= f * G[k, d]
+    for d in range(G.shape[1]):
+        G[k, d] = 0.0
+    for a in range(K):
+        Minv[a, k] = 0.0
+        Minv[k, a] = 0.0
+
+
+@njit(cache=True)
+def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
+    """Set column ``k`` of the model to the column with statistics ``(count, b, zX)``.
+
+    ``Minv`` and ``G`` hold the model without column ``k`` on the indices ``< n_features``
+    other than ``k`` (``b[k]`` must be 0); they are completed in place by the block form of
+    the inverse.
+    """
+    K = n_features
+    D = G.shape[1]
+    s = count + ratio
+    for a in range(K):
+        acc = 0.0
+        for j in range(K):
+            acc += Minv[a, j] * b[j]
+        v[a] = acc if a != k else 0.0
+        s -= b[a] * v[a]
+    s = max(s, 1e-12 * ratio)
+    for d in range(D):
+        u = zX[d]
+        for a in range(K):
+            u -= b[a] * G[a, d]
+        for a in range(K):
+            G[a, d] -= v[a] * u / s
+        G[k, d] = u / s
+        cross[k, d] = zX[d]
+    for a in range(K):
+        for j in range(K):
+            Minv[a, j] += v[a] * v[j] / s
+        Minv[a, k] = -v[a] / s
+        Minv[k, a] = -v[a] / s
+    Minv[k, k] = 1.0 / s
+
+
+# -- one dish's link structure --------------------------------------------------------------
+# While the links of dish ``k`` are updated the kernel keeps, besides ``links[k]``:
+#
+# - the reverse adjacency: ``head[t]`` is the first customer linking to ``t``, ``nxt`` and
+#   ``prv`` chain the customers that link to the same target (a doubly linked list, so a
+#   link change moves one customer in O(1)); the owner's link is left out, since a path
+#   stops at the owner;
+# - the dish's rows (``Z[:, k] == 1``) as an unordered list ``members[:n_members]`` with
+#   ``where[m]`` the position of row ``m`` in it (-1 when ``m`` is not a member).
+
+
+@njit(cache=True)
+def _push_child(parent, j, head, nxt, prv):
+    """Add customer ``j`` to the customers that link to ``parent``."""
+    first = head[parent]
+    nxt[j] = first
+    prv[j] = -1
+    if first >= 0:
+        prv[first] = j
+    head[parent] = j
+
+
+@njit(cache=True)
+def _unlink_child(parent, j, head, nxt, prv):
+    """Remove customer ``j`` from the customers that link to ``parent``."""
+    p = prv[j]
+    n = nxt[j]
+    if p >= 0:
+        nxt[p] = n
+    else:
+        head[parent] = n
+    if n >= 0:
+        prv[n] = p
+
+
+@njit(cache=True)
+def _build_children(links_row, owner, head, nxt, prv):
+    """The reverse adjacency of one dish's links, the owner's own link left out."""
+    N = links_row.shape[0]
+    for j in range(N):
+        head[j] = -1
+    for j in range(N - 1, -1, -1):
+        if j != owner:
+            _push_child(links_row[j], j, head, nxt, prv)
+
+
+@njit(cache=True)
+def _collect_upstream(i, head, nxt, stamp, mark, out):
+    """The customers whose path runs through ``i`` (``i`` included), by a breadth-first
+    walk over the customers linking to each one found.
+
+    They are written to ``out[:size]`` and ``stamp[j] = mark`` flags them; ``size`` is
+    returned. ``i``'s own link is never followed, so the result is the upstream set of ``i``
+    with its link cut; a cycle through ``i`` ends at ``i``, already flagged. The owner is in
+    no child list, so it is never upstream of anyone, and walks stop there. Cost
+    ``O(size)``: each customer is in exactly one child list.
+    """
+    stamp[i] = mark
+    out[0] = i
+    size = 1
+    q = 0
+    while q < size:
+        c = head[out[q]]
+        q += 1
+        while c >= 0:
+            if stamp[c] != mark:
+                stamp[c] = mark
+                out[size] = c
+                size += 1
+            c = nxt[c]
+    return size
+
+
+@njit(cache=True)
+def _reach_mass(prox_row, members, n_members, stamp, mark):
+    """``sum a_ij`` over the dish's rows not flagged upstream (``stamp[j] != mark``): the
+    prior mass of the links that reach the owner once the upstream rows are cut off.
+
+    A sum of nonnegative terms over the dish's rows, so it is accurate to rounding however
+    small it is, and zero exactly when no candidate of that side has positive proximity.
+    """
+    total = 0.0
+    for t in range(n_members):
+        j = members[t]
+        if stamp[j] != mark:
+            total += prox_row[j]
+    return total
+
+
+@njit(cache=True)
+def _not_side_mass(prox_row, Z, k, stamp, mark):
+    """``sum a_ij`` over the customers that do not reach the owner after the cut (an
+    ``O(N)`` pass, used only when the difference ``total - p_reach`` would be inexact)."""
+    total = 0.0
+    for j in range(prox_row.shape[0]):
+        if Z[j, k] == 0 or stamp[j] == mark:
+            total += prox_row[j]
+    return total
+
+
+@njit(cache=True)
+def _column_terms(b, zX, R, G, n_features, k, nz, Rb, u):
+    """``Rb = R b`` and ``u = z^T X - G^T b`` of a column with statistics ``(b, z^T X)``
+    (entry ``k`` of ``b`` ignored); returns ``b^T R b``. ``R`` is symmetric, so ``R b`` is
+    summed over the rows of ``R`` where ``b`` is nonzero (their indices go to ``nz``)."""
+    K = n_features
+    D = zX.shape[0]
+    n = 0
+    for a in range(K):
+        if a != k and b[a] != 0.0:
+            nz[n] = a
+            n += 1
+    for a in range(K):
+        Rb[a] = 0.0
+    for d in range(D):
+        u[d] = zX[d]
+    for t in range(n):
+        c = nz[t]
+        bc = b[c]
+        for a in range(K):
+            Rb[a] += bc * R[c, a]
+        for d in range(D):
+            u[d] -= bc * G[c, d]
+    bRb = 0.0
+    for t in range(n):
+        bRb += b[nz[t]] * Rb[nz[t]]
+    return bRb
+
+
+@njit(cache=True)
+def _score(s, u, ratio, sigma_x):
+    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of :func:`_column_score` from its
+    ``s`` and ``u``."""
+    s = max(s, 1e-12 * ratio)
+    unorm = 0.0
+    for d in range(u.shape[0]):
+        unorm += u[d] * u[d]
+    return -0.5 * u.shape[0] * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+
+
+@njit(cache=True)
+def _switch_score(X, Z, k, n_features, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
+                  ratio, sigma_x, delta, nz, u_alt):
+    """Score of the column with ``z_k`` switched on the upstream rows, and the number of
+    nonzero entries of ``delta`` (their indices in ``nz``).
+
+    ``b`` changes by ``delta = sign * sum_m Z[m, -k]`` and ``z^T X`` by
+    ``sign * sum_m X[m]``, so ``s_alt = count_alt + r - (b + delta)^T R (b + delta)`` and
+    ``u_alt = u + sign * sum_m X[m] - G^T delta``; ``O(|upstream| (K + D) + n^2 + n D)``.
+    """
+    K = n_features
+    D = X.shape[1]
+    n_delta = 0
+    for d in range(D):
+        u_alt[d] = u[d]
+    for q in range(n_up):
+        m = upstream[q]
+        for j in range(K):
+            if Z[m, j] and j != k:
+                if delta[j] == 0.0:
+                    nz[n_delta] = j
+                    n_delta += 1
+                delta[j] += sign
+        for d in range(D):
+            u_alt[d] += sign * X[m, d]
+    dRb = 0.0
+    dRd = 0.0
+    for t in range(n_delta):
+        a = nz[t]
+        da = delta[a]
+        dRb += da * Rb[a]
+        acc = 0.0
+        for q in range(n_delta):
+            acc += R[a, nz[q]] * delta[nz[q]]
+        dRd += da * acc
+        for d in range(D):
+            u_alt[d] -= da * Gk[a, d]
+    return n_delta, _score(count_alt + ratio - (bRb + 2.0 * dRb + dRd), u_alt, ratio, sigma_x)
+
+
+@njit(cache=True)
+def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
+                  p_not, exact_not, rng):
+    """A link target within the chosen side, in proportion to ``a_ij`` (Gibbs updates):
+    by rejection from the whole row when the side holds at least 1/16 of its mass (up to
+    64 tries), else (or when they fail) by a pass over the side's candidates."""
+    N = prox.shape[0]
+    chosen = -1
+    row_mass = cum_row[N - 1]
+    if new_on == 1:
+        if p_reach >= 0.0625 * row_mass:
+            # By rejection from the whole row (O(log N) a try), as for the other side.
+            for _ in range(64):
+                j = draw_link(cum_row, rng)
+                if Z[j, k] == 1 and stamp[j] != mark:
+                    return j
+        # Over the dish's rows in the order p_reach was summed, so the pass ends on a
+        # target of positive proximity.
+        target = rng.random() * p_reach
+        acc = 0.0
+        for t in range(n_members):
+            j = members[t]
+            if stamp[j] != mark:
+                acc += prox[j]
+                chosen = j
+                if acc > target:
+                    break
+        return chosen
+    if not exact_not and p_not >= 0.0625 * row_mass:
+        for _ in range(64):
+            j = draw_link(cum_row, rng)
+            if Z[j, k] == 0 or stamp[j] == mark:
+                return j
+    if not exact_not:
+        p_not = _not_side_mass(prox, Z, k, stamp, mark)
+    target = rng.random() * p_not
+    acc = 0.0
+    for j in range(N):
+        if Z[j, k] == 0 or stamp[j] == mark:
+            acc += prox[j]
+            chosen = j
+            if acc > target:
+                break
+    return chosen
+
+
+@njit(cache=True)
+def sweep_connections(
+    X, Z, links, owners, n_features, proximity, proximity_t, cum_proximity, Minv, G, cross,
+    sigma_x, sigma_a, metropolis, rng,
+):
+    """Update every link ``c_ik`` of every owned dish (eq. 33), in place.
+
+    ``links[k, i]`` is customer ``i``'s link for dish ``k``. Cutting ``i``'s link splits the
+    candidates into the customers that still reach the owner and those that do not; the
+    choice between the two switches ``z_k`` for ``i`` and every customer whose path runs
+    through ``i``, so only two likelihoods are needed. The owner's own link does not
+    affect ``Z`` and is drawn from its prior.
+
+    With ``metropolis`` each update is a Metropolis step whose
+    proposal is a draw from the prior row ``a_i.`` (``O(log N)``): a target on the current
+    side leaves ``Z`` unchanged, so it is accepted with no likelihood at all; a target on
+    the other side is accepted with probability ``min(1, p(X | z_alt) / p(X | z))``. Its
+    target ``p(c_ik | ...) ∝ a_ij p(X | Z(c))`` is the Gibbs conditional's, and only the
+    updates that propose a switch pay for a likelihood (and neither side's mass is
+    summed). Without it (Gibbs, as in the seed, the solver's default) both likelihoods
+    are computed for every update and the link is drawn within the side drawn from them.
+    The mass of the dish's rows in each customer's prior row, ``reach[i] = sum_j a_ij
+    z_jk``, is computed once per dish (``O(N |z_k|)`` over contiguous rows of
+    ``proximity_t``, the transpose of ``A``) and updated when rows switch (``O(N)`` a
+    row); ``p_reach`` is ``reach[i]`` less the upstream rows' share (they are the dish's
+    rows when ``i`` has it, and none of them otherwise), summed again over the dish's rows
+    if cancellation leaves it below ``1e-9`` of the row's mass:
+
+    No Gibbs update visits all N customers. Per dish the kernel keeps the reverse adjacency
+    of the links and the list of the dish's rows (built in ``O(N)`` when the dish's updates
+    start). The customers upstream of ``i`` are found by a walk over the customers linking
+    to ``i`` (``O(|upstream|)``), the mass of the reaching side is ``reach[i]`` less the
+    upstream rows' share (``p_reach``, ``O(|upstream|)``) and the other side's mass is
+    ``p_not = sum_j a_ij - p_reach`` (recomputed over all rows only if that difference is
+    below ``1e-6`` of the row's mass, where it could lose digits; the not-side contains
+    ``i``, ``a_ii = 1 / h_i``). A link on either side is drawn by rejection from the whole
+    row (a binary search in ``cum_proximity[i]``, accepted when the target is on that side),
+    with an exact pass over the side's candidates when the side holds less than 1/16 of the
+    row's mass or 64 tries fail. The two scores come from ``s = count + r - b^T R b`` and
+    ``u = z^T X - G^T b`` of the current column, kept with ``R b`` and recomputed only when
+    the rows switch; the other column's ``b`` differs by ``delta``, nonzero on the features
+    of the upstream rows, so its score costs ``O(|upstream| (K + D) + n^2 + n D)`` with
+    ``n`` the number of nonzero entries of ``delta``. An update costs ``O(|upstream| (K + D)
+    + n^2 + n D + log N)`` when the rows stay (plus a pass over a side's candidates when it
+    is small), and ``O(K^2 + K D + N |upstream|)`` more when they switch.
+    """
+    N, D = X.shape
+    K = n_features
+    cap = Minv.shape[0]
+    ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    R = np.empty((cap, cap))
+    Gk = np.empty((cap, D))
+    col = np.empty(cap)
+    b = np.zeros(cap)
+    zX = np.empty(D)
+    Rb = np.zeros(cap)
+    u = np.empty(D)
+    u_alt = np.empty(D)
+    delta = np.zeros(cap)
+    nz = np.empty(cap, dtype=np.int64)
+    head = np.empty(N, dtype=np.int64)
+    nxt = np.empty(N, dtype=np.int64)
+    prv = np.empty(N, dtype=np.int64)
+    stamp = np.zeros(N, dtype=np.int64)
+    mark = 0
+    upstream = np.empty(N, dtype=np.int64)
+    members = np.empty(N, dtype=np.int64)
+    where = np.empty(N, dtype=np.int64)
+    reach = np.zeros(N)
+    for k in range(K):
+        owner = owners[k]
+        row = links[k]
+        for a in range(K):
+            for j in range(K):
+                R[a, j] = Minv[a, j]
+            for d in range(D):
+                Gk[a, d] = G[a, d]
+        _remove_column_stats(R, Gk, k, K, col)
+        for j in range(K):
+            b[j] = 0.0
+        for d in range(D):
+            zX[d] = cross[k, d]
+        n_members = 0
+        for m in range(N):
+            if Z[m, k]:
+                members[n_members] = m
+                where[m] = n_members
+                n_members += 1
+                for j in range(K):
+                    b[j] += Z[m, j]
+            else:
+                where[m] = -1
+        count = float(n_members)
+        b[k] = 0.0
+        # The current column: s = count + r - b^T R b, u = z^T X - G^T b, and its score.
+        bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+        score = _score(count + ratio - bRb, u, ratio, sigma_x)
+        _build_children(row, owner, head, nxt, prv)
+        if not metropolis:
+            # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
+            # (proximity_t is A transposed: a row of it is a column of A).
+            for i in range(N):
+                reach[i] = 0.0
+            for t in range(n_members):
+                col_m = proximity_t[members[t]]
+                for i in range(N):
+                    reach[i] += col_m[i]
+        for i in range(N):
+            cum_row = cum_proximity[i]
+            if i == owner:
+                row[i] = draw_link(cum_row, rng)
+                continue
+            proposal = -1
+            if metropolis and Z[i, k] == 0:
+                # The rows upstream of an off customer are off too, so a proposed target
+                # off the dish keeps every row as it is: accepted with no likelihood and
+                # no walk. (A target on the dish is not upstream of i.)
+                proposal = draw_link(cum_row, rng)
+                if Z[proposal, k] == 0:
+                    old = row[i]
+                    if proposal != old:
+                        _unlink_child(old, i, head, nxt, prv)
+                        _push_child(proposal, i, head, nxt, prv)
+                        row[i] = proposal
+                    continue
+            # Customers whose path runs through i, with i's link cut (stamp == mark).
+            mark += 1
+            n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
+            on = Z[i, k]
+            sign = -1.0 if on else 1.0
+            count_alt = count + sign * n_up
+            n_delta = 0
+            score_alt = 0.0
+            if metropolis:
+                # Metropolis with the prior row as proposal: a target on the current side
+                # leaves z_k as it is and is accepted without any likelihood; one on the
+                # other side is accepted with the likelihood ratio.
+                chosen = proposal if proposal >= 0 else draw_link(cum_row, rng)
+                new_on = 1 if (Z[chosen, k] == 1 and stamp[chosen] != mark) else 0
+                if new_on != on:
+                    n_delta, score_alt = _switch_score(
+                        X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
+                        ratio, sigma_x, delta, nz, u_alt,
+                    )
+                    if math.log(rng.random()) >= score_alt - score:
+                        new_on = on  # rejected: the link stays as it was
+                        chosen = row[i]
+            else:
+                # Gibbs: after the cut, exactly the rows that had the dish and are not
+                # upstream of i still reach the owner.
+                prox = proximity[i]
+                row_mass = cum_row[N - 1]
+                # The dish's rows less those upstream of i (all of them are the dish's
+                # rows when i has it; none when it does not); a sum that lost digits to
+                # cancellation is done again over the dish's rows.
+                p_reach = reach[i]
+                if on:
+                    for q in range(n_up):
+                        p_reach -= prox[upstream[q]]
+                if not (p_reach > 1e-9 * row_mass):
+                    p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+                p_not = row_mass - p_reach
+                exact_not = not (p_not >= 1e-6 * row_mass)
+                if exact_not:
+                    p_not = _not_side_mass(prox, Z, k, stamp, mark)
+                n_delta, score_alt = _switch_score(
+                    X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt, ratio,
+                    sigma_x, delta, nz, u_alt,
+                )
+                if on:
+                    log_on, log_off = score, score_alt
+                else:
+                    log_on, log_off = score_alt, score
+                w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
+                w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
+                best = max(w_on, w_off)
+                e_on = math.exp(w_on - best)
+                p_on = e_on / (e_on + math.exp(w_off - best))
+                new_on = 1 if rng.random() < p_on else 0
+                # The link itself, within the chosen side, in proportion to a_ij.
+                chosen = _draw_on_side(
+                    new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
+                    p_not, exact_not, rng,
+                )
+            old = row[i]
+            if chosen != old:
+                _unlink_child(old, i, head, nxt, prv)
+                _push_child(chosen, i, head, nxt, prv)
+                row[i] = chosen
+            if new_on != on:
+                count = count_alt
+                for t in range(n_delta):
+                    b[nz[t]] += delta[nz[t]]
+                for q in range(n_up):
+                    m = upstream[q]
+                    for d in range(D):
+                        zX[d] += sign * X[m, d]
+                    if not metropolis:
+                        col_m = proximity_t[m]
+                        for j in range(N):
+                            reach[j] += sign * col_m[j]
+                    Z[m, k] = new_on
+                    if new_on == 1:
+                        members[n_members] = m
+                        where[m] = n_members
+                        n_members += 1
+                    else:
+                        pos = where[m]
+                        n_members -= 1
+                        last = members[n_members]
+                        members[pos] = last
+                        where[last] = pos
+                        where[m] = -1
+            for t in range(n_delta):
+                delta[nz[t]] = 0.0
+            if new_on != on:
+                # Recomputed rather than updated, so no rounding builds up within a dish.
+                bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+                score = _score(count + ratio - bRb, u, ratio, sigma_x)
+        # The column's new statistics back into the full model.
+        for a in range(K):
+            for j in range(K):
+                Minv[a, j] = R[a, j]
+            for d in range(D):
+                G[a, d] = Gk[a, d]
+        _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
+
+
+@njit(cache=True)
+def _draw_dish_links(cum_proximity, owner, avoid_owner, rng, out):
+    """One dish's links: from the prior, or (``avoid_owner``) from the prior of every other
+    customer conditioned on not linking to the owner."""
+    N = out.shape[0]
+    for j in range(N):
+        t = draw_link(cum_proximity[j], rng)
+        if avoid_owner and j != owner:
+            while t == owner:
+                t = draw_link(cum_proximity[j], rng)
+        out[j] = t
+
+
+@njit(cache=True)
+def _log_proposal_ratio(links_row, owner, log_no_link, weight):
+    """``log q(links) / p(links)`` of the birth proposal: with probability ``weight`` the
+    links avoid the owner (a feature of the owner alone), else they come from the prior."""
+    for j in range(links_row.shape[0]):
+        if j != owner and links_row[j] == owner:
+            return math.log(1.0 - weight)
+    return math.log(1.0 - weight + weight * math.exp(-log_no_link))
+
+
+@njit(cache=True)
+def sweep_ownership(
+    X, Z, links, owners, n_features, cum_proximity, log_no_link, mu, Minv, G, cross,
+    sigma_x, sigma_a, own_weight, max_features, start, rng,
+):
+    """Birth and death of the dishes each customer owns (Metropolis-Hastings, eq. 34).
+
+    Customer ``i`` owns ``lambda_i ~ Poisson(mu_i)`` dishes, ``mu_i = alpha / h_i``. With
+    probability 1/2 a new dish is proposed, its links drawn from the prior or, with
+    probability ``own_weight`` when possible, from the prior conditioned on nobody linking
+    to ``i`` (so only ``i`` has it; ``log_no_link[i] = log P(no customer links to i)``);
+    otherwise one of ``i``'s dishes, chosen uniformly, is proposed for removal. The
+    acceptance ratio of a birth is ``mu_i / (lambda_i + 1) * p(links) / q(links)`` times
+    the likelihood ratio.
+
+    A dish of ``i`` alone has the column ``e_i`` whatever its links, and ``q / p`` is the
+    same for all links that avoid ``i``: such a proposal is accepted or rejected from
+    ``e_i`` alone and its ``N`` links are drawn only when it is accepted. A prior-drawn
+    dish needs all ``N`` links and their reachability (``O(N log N)``).
+
+    With ``K = max_features`` dishes a birth is rejected outright: the chain then samples
+    the dd-IBP conditioned on at most ``max_features`` dishes.
+
+    Customers ``start, start + 1, ...`` are visited; the kernel returns
+    ``(n_features, next_customer)`` and stops early, before drawing anything for that
+    customer, when the arrays are full, so the caller can grow them and resume.
+    """
+    N, D = X.shape
+    K = n_features
+    cap = Minv.shape[0]
+    ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
+    new_links = np.empty(N, dtype=np.int64)
+    z = np.zeros(N, dtype=np.bool_)
+    b = np.zeros(cap)
+    zX = np.empty(D)
+    col = np.empty(cap)
+    for i in range(start, N):
+        if K >= cap:
+            return K, i
+        lam = 0
+        for k in range(K):
+            if owners[k] == i:
+                lam += 1
+        weight = own_weight if np.isfinite(log_no_link[i]) else 0.0
+        if rng.random() < 0.5:
+            if K >= max_features:
+                continue  # the prior is truncated to max_features dishes: rejected
+            avoid = weight > 0.0 and rng.random() < weight
+            for j in range(K):
+                b[j] = 0.0
+            for d in range(D):
+                zX[d] = 0.0
+            if avoid:
+                # z = e_i: the links are drawn below, only if the dish is accepted.
+                count = 1.0
+                for j in range(K):
+                    b[j] = Z[i, j]
+                for d in range(D):
+                    zX[d] = X[i, d]
+                log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+            else:
+                _draw_dish_links(cum_proximity, i, False, rng, new_links)
+                z = compute_reachability(new_links, i)
+                count = 0.0
+                for m in range(N):
+                    if z[m]:
+                        count += 1.0
+                        for j in range(K):
+                            b[j] += Z[m, j]
+                        for d in range(D):
+                            zX[d] += X[m, d]
+                log_ratio = _log_proposal_ratio(new_links, i, log_no_link[i], weight)
+            delta = _column_score(count, b, zX, Minv, G, K, ratio, sigma_x) + column_offset
+            log_accept = delta + math.log(mu[i]) - math.log(lam + 1.0) - log_ratio
+            if math.log(rng.random()) < log_accept:
+                b[K] = 0.0
+                _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
+                if avoid:
+                    _draw_dish_links(cum_proximity, i, True, rng, new_links)
+                    for m in range(N):
+                        Z[m, K] = 0
+                        links[K, m] = new_links[m]
+                    Z[i, K] = 1
+                else:
+                    for m in range(N):
+                        Z[m, K] = 1 if z[m] else 0
+                        links[K, m] = new_links[m]
+                owners[K] = i
+                K += 1
+        else:
+            if lam == 0:
+                continue
+            pick = int(rng.random() * lam)
+            k = -1
+            for j in range(K):
+                if owners[j] == i:
+                    if pick == 0:
+                        k = j
+                        break
+                    pick -= 1
+            mkk = Minv[k, k]
+            gnorm = 0.0
+            for d in range(D):
+                gnorm += G[k, d] * G[k, d]
+            delta = 0.5 * D * math.log(1.0 / mkk) - gnorm / (2.0 * sigma_x * sigma_x * mkk)
+            delta -= column_offset
+            log_accept = (
+                delta + math.log(lam) - math.log(mu[i])
+                + _log_proposal_ratio(links[k], i, log_no_link[i], weight)
+            )
+            if math.log(rng.random()) < log_accept:
+                _remove_column_stats(Minv, G, k, K, col)
+                last = K - 1
+                if k != last:
+                    for a in range(K):
+                        Minv[k, a] = Minv[last, a]
+                        Minv[a, k] = Minv[a, last]
+                    Minv[k, k] = Minv[last, last]
+                    for d in range(D):
+                        G[k, d] = G[last, d]
+                        cross[k, d] = cross[last, d]
+                    for m in range(N):
+                        Z[m, k] = Z[m, last]
+                        links[k, m] = links[last, m]
+                    owners[k] = owners[last]
+                for a in range(K):
+                    Minv[last, a] = 0.0
+                    Minv[a, last] = 0.0
+                for d in range(D):
+                    G[last, d] = 0.0
+                    cross[last, d] = 0.0
+                for m in range(N):
+                    Z[m, last] = 0
+                K = last
+    return K, N

@@ -1,0 +1,218 @@
+"""What every IBP solver shares: the chain state record and the solver interface.
+
+A solver is a small, clonable holder of its own parameters (``get_params``/``set_params``
+come from :class:`sklearn.base.BaseEstimator`, so ``GridSearchCV`` can tune
+``solver__window``). The estimator owns the loop; a solver only knows how to
+
+* ``initialize(X, Z, hyper, rng) -> state`` build its state from a completed data matrix
+  and a starting ``Z``;
+* ``sweep(state, rng)`` update every entry of ``Z`` once (and whatever else it carries);
+* ``sample_features(state, rng)`` return a draw of ``A`` from ``p(A | Z, X)``, which the
+  estimator uses to resample ``sigma_x``, ``sigma_a`` and the missing entries of ``X``;
+* ``set_hyperparameters(state, ...)`` and ``set_data(state, X)`` refresh its statistics.
+
+``rng`` is a :class:`numpy.random.Generator` owned by one chain; the numba kernels draw
+from it directly, so a seed fixes every draw.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.special import gammaln
+from sklearn.base import BaseEstimator
+
+from ...likelihoods.linear_gaussian import (
+    log_marginal_likelihood_from_stats,
+    sample_features_from_information,
+)
+from ...priors.ibp import harmonic_rate
+
+__all__ = ["BaseIBPSolver", "FeatureState"]
+
+
+@dataclass
+class FeatureState:
+    """The state of one chain of a linear-Gaussian IBP sampler.
+
+    ``Z`` has spare columns (capacity); only the first ``n_features`` are live. Solvers
+    hang their own statistics in ``stats`` (for example the information form of the
+    feature posterior).
+    """
+
+    X: np.ndarray
+    Z: np.ndarray
+    n_features: int
+    alpha: float
+    beta: float
+    sigma_x: float
+    sigma_a: float
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def active_Z(self) -> np.ndarray:
+        """The live columns of ``Z`` (a view)."""
+        return self.Z[:, : self.n_features]
+
+
+def with_capacity(Z, n_features, capacity):
+    """Return ``Z`` as a C-contiguous int8 array with at least ``capacity`` columns."""
+    capacity = max(int(capacity), 1)
+    out = np.zeros((Z.shape[0], capacity), dtype=np.int8)
+    out[:, :n_features] = Z[:, :n_features]
+    return out
+
+
+class BaseIBPSolver(BaseEstimator):
+    """Base class of the IBP samplers for the linear-Gaussian likelihood.
+
+    Subclasses set ``name`` and ``likelihoods`` (the likelihood names they can serve)
+    and implement :meth:`initialize` and :meth:`sweep`.
+    """
+
+    name = "base"
+    likelihoods = ("gaussian",)
+    # The estimator refuses missing data only if a solver sets this False.
+    handles_missing = True
+
+    def _new_state(self, X, Z, hyper, spare: int) -> FeatureState:
+        """A chain state for data ``X`` starting at ``Z``, with ``spare`` free columns."""
+        K = Z.shape[1]
+        return FeatureState(
+            X=np.ascontiguousarray(X, dtype=float),
+            Z=with_capacity(Z, K, K + spare),
+            n_features=K,
+            alpha=float(hyper["alpha"]),
+            beta=float(hyper["beta"]),
+            sigma_x=float(hyper["sigma_x"]),
+            sigma_a=float(hyper["sigma_a"]),
+        )
+
+    @staticmethod
+    def _exact_statistics(state: FeatureState):
+        """``(counts, Z^T Z, Z^T X)`` computed afresh, padded to the capacity of ``Z``."""
+        cap = state.Z.shape[1]
+        K = state.n_features
+        Z = state.Z[:, :K].astype(float)
+        counts = np.zeros(cap, dtype=np.int64)
+        gram = np.zeros((cap, cap))
+        cross = np.zeros((cap, state.X.shape[1]))
+        counts[:K] = state.Z[:, :K].sum(axis=0)
+        gram[:K, :K] = Z.T @ Z
+        cross[:K] = Z.T @ state.X
+        return counts, gram, cross
+
+    # -- interface --------------------------------------------------------------------
+    def initialize(self, X, Z, hyper, rng) -> FeatureState:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sweep(self, state: FeatureState, rng) -> None:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def alpha_rate(self, state: FeatureState) -> float:
+        """Rate added to alpha's Gamma conditional: ``sum_n beta / (beta + n - 1)``.
+
+        Under a Gamma(1, 1) prior, ``alpha | Z ~ Gamma(1 + K, 1 + alpha_rate)`` (seed 000
+        sec. 5.1, appendix C.1); priors of other shapes override this.
+        """
+        return harmonic_rate(state.X.shape[0], state.beta)
+
+    def sufficient_statistics(self, state: FeatureState):
+        """``(Z^T Z, Z^T X)`` over the live features."""
+        Z = state.active_Z.astype(float)
+        return Z.T @ Z, Z.T @ state.X
+
+    def sample_features(self, state: FeatureState, rng) -> np.ndarray:
+        """Draw ``A ~ p(A | Z, X)`` (eq. A.3) for the current state."""
+        gram, cross = self.sufficient_statistics(state)
+        sx2 = state.sigma_x**2
+        precision = gram / sx2 + np.eye(gram.shape[0]) / state.sigma_a**2
+        return sample_features_from_information(precision, cross / sx2, rng)
+
+    def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        """Change the hyperparameters and refresh what depends on them."""
+        state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
+        self._refresh(state)
+
+    def set_data(self, state, X) -> None:
+        """Replace the completed data (after the missing entries were redrawn)."""
+        state.X = np.ascontiguousarray(X, dtype=float)
+        self._refresh(state)
+
+    def _refresh(self, state) -> None:
+        """Recompute every statistic from ``(X, Z)`` and the hyperparameters."""
+
+    def log_likelihood(self, state: FeatureState) -> float:
+        """Collapsed ``log p(X | Z)`` of the completed data (eq. A.2)."""
+        gram, cross = self.sufficient_statistics(state)
+        N, D = state.X.shape
+        return log_marginal_likelihood_from_stats(
+            gram, cross, float(np.sum(state.X**2)), N, D, state.sigma_x, state.sigma_a
+        )
+
+    def complement_features(self, state: FeatureState, rng) -> bool:
+        """Metropolis-Hastings moves that replace a feature's column by its complement.
+
+        For each live feature ``k`` held by some but not all rows (in random order),
+        propose ``z_k -> 1 - z_k`` and accept with the ratio of the collapsed posteriors.
+        With a feature every row has, ``x = c + z_k a`` and ``x = (c + a) + (1 - z_k)(-a)``
+        fit equally well: single-entry Gibbs updates would have to pass through half the
+        rows to go from one to the other, so a chain that first learns a shared "mean"
+        feature keeps a shape by its negative beside it. The move goes there in one step
+        and the posterior (the prior of ``A`` and of ``Z``) decides.
+
+        The proposal is its own inverse and picks the column independently of the state,
+        so the ratio is that of the targets: the collapsed likelihood (eq. A.2) from the
+        updated ``Z^T Z`` and ``Z^T X`` and the IBP's column term
+        ``Gamma(m) Gamma(N - m + beta) / Gamma(N + beta)`` (Doshi-Velez 2009, appendix
+        C.1; ``m / (N - m)`` for ``beta = 1``), the labelled-column prior whose other
+        factors the move keeps.
+        Returns whether a proposal was accepted (the caller then refreshes its statistics).
+        """
+        K = state.n_features
+        if K == 0:
+            return False
+        X = state.X
+        N, D = X.shape
+        Z = state.active_Z.astype(float)
+        gram, cross = Z.T @ Z, Z.T @ X
+        sq_norm = float(np.sum(X**2))
+        column_sums = X.sum(axis=0)
+        sx, sa, beta = state.sigma_x, state.sigma_a, state.beta
+        current = log_marginal_likelihood_from_stats(gram, cross, sq_norm, N, D, sx, sa)
+        changed = False
+        for k in rng.permutation(K):
+            m = gram[k, k]
+            if m <= 0.0 or m >= N:
+                continue
+            new_gram, new_cross = gram.copy(), cross.copy()
+            row = np.diag(gram) - gram[k]  # (1 - z_k)^T z_j = m_j - z_k^T z_j
+            row[k] = N - m
+            new_gram[k, :] = row
+            new_gram[:, k] = row
+            new_cross[k] = column_sums - cross[k]
+            proposed = log_marginal_likelihood_from_stats(
+                new_gram, new_cross, sq_norm, N, D, sx, sa
+            )
+            log_prior = (gammaln(N - m) + gammaln(m + beta)
+                         - gammaln(m) - gammaln(N - m + beta))
+            if np.log(rng.random()) < proposed - current + log_prior:
+                state.Z[:, k] = 1 - state.Z[:, k]
+                gram, cross, current = new_gram, new_cross, proposed
+                changed = True
+        return changed
+
+    def compact(self, state: FeatureState, keep: np.ndarray) -> None:
+        """Drop the live features not in the boolean mask ``keep`` (length n_features)."""
+        idx = np.flatnonzero(keep)
+        K_new = idx.size
+        if K_new == state.n_features:
+            return
+        state.Z[:, :K_new] = state.Z[:, idx]
+        state.Z[:, K_new : state.n_features] = 0
+        self._compact_stats(state, idx)
+        state.n_features = K_new
+
+    def _compact_stats(self, state, idx) -> None:
+        """Reorder the solver's per-feature statistics after :meth:`compact`."""

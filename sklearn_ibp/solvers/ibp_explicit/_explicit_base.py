@@ -1,0 +1,160 @@
+"""What the IBP samplers that keep the features ``A`` explicit share.
+
+The collapsed and accelerated samplers integrate ``A`` out, which needs the conjugate
+linear-Gaussian likelihood. The samplers built on this base never integrate ``A`` out:
+they talk to any :class:`~sklearn_ibp.likelihoods._feature_base.FeatureLikelihood`
+(linear-Gaussian, exponential-Gaussian, binary), whose numba side is two codes and two
+arrays (:mod:`sklearn_ibp.likelihoods._observation_kernels`), so one compiled kernel
+serves every likelihood.
+
+A solver is a small, clonable holder of its own parameters. The estimator owns the loop
+and calls
+
+* ``initialize(X, observed, Z, A, alpha, params, likelihood, rng) -> state``;
+* ``sweep(state, likelihood, rng)``: one update of ``Z`` and ``A`` (and of whatever
+  auxiliary variables the solver carries: sticks, slice variables, particles);
+* ``sample_alpha(state, rng, prior)``: ``alpha`` from its conditional under a
+  ``Gamma(shape, rate)`` prior given what the solver instantiates;
+* ``log_joint(state, likelihood)``: ``log p(X, Z, A | alpha, params)`` of the live state
+  (``Z`` in left-ordered form, so comparable across solvers).
+
+Likelihood parameters (``sigma_x``, rates, ...) live in ``state.params``; the estimator
+resamples them with ``likelihood.sample_parameters`` between sweeps.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+from sklearn.base import BaseEstimator
+
+from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
+
+__all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
+
+#: Likelihood names (``FeatureLikelihood.name``) an explicit-feature solver can serve.
+EXPLICIT_LIKELIHOODS = ("gaussian", "exponential", "bernoulli", "noisy_or")
+
+
+@dataclass
+class ExplicitFeatureState:
+    """The state of one chain of an explicit-feature IBP sampler.
+
+    ``Z`` (int8) and ``A`` (float64) have spare capacity; only the first ``n_features``
+    columns of ``Z`` and rows of ``A`` are live. ``X`` is C-contiguous float64 and holds
+    any finite value where ``observed`` (uint8) is 0. Solvers keep their own variables in
+    ``stats`` (for example the sticks ``mu`` and the prediction ``pred = Z A``).
+    """
+
+    X: np.ndarray
+    observed: np.ndarray
+    Z: np.ndarray
+    A: np.ndarray
+    n_features: int
+    alpha: float
+    params: dict
+    stats: dict = field(default_factory=dict)
+
+    @property
+    def active_Z(self) -> np.ndarray:
+        """The live columns of ``Z`` (a view)."""
+        return self.Z[:, : self.n_features]
+
+    @property
+    def active_A(self) -> np.ndarray:
+        """The live rows of ``A`` (a view)."""
+        return self.A[: self.n_features]
+
+
+def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFeatureState:
+    """A state holding copies of ``Z`` and ``A`` with room for ``capacity`` features.
+
+    ``X`` and ``observed`` are kept as they are when they are C-contiguous and writeable
+    (the kernels never write them); a read-only input is copied, so that the kernels are
+    compiled for one kind of array and not once more for read-only ones."""
+    X = np.require(X, dtype=np.float64, requirements=["C", "W"])
+    N, D = X.shape
+    Z = np.asarray(Z, dtype=np.int8).reshape(N, -1)
+    K = Z.shape[1]
+    A = np.asarray(A, dtype=np.float64).reshape(K, D)
+    capacity = max(int(capacity), K + 1)
+    Z_full = np.zeros((N, capacity), dtype=np.int8)
+    Z_full[:, :K] = Z
+    A_full = np.zeros((capacity, D))
+    A_full[:K] = A
+    return ExplicitFeatureState(
+        X=X,
+        observed=np.require(observed, dtype=np.uint8, requirements=["C", "W"]),
+        Z=Z_full,
+        A=A_full,
+        n_features=K,
+        alpha=float(alpha),
+        params=dict(params),
+    )
+
+
+def grow(state: ExplicitFeatureState, capacity: int) -> None:
+    """Give ``Z`` and ``A`` room for at least ``capacity`` features (live ones kept)."""
+    if capacity <= state.Z.shape[1]:
+        return
+    capacity = max(int(capacity), 2 * state.Z.shape[1])
+    K = state.n_features
+    Z = np.zeros((state.Z.shape[0], capacity), dtype=np.int8)
+    Z[:, :K] = state.Z[:, :K]
+    A = np.zeros((capacity, state.A.shape[1]))
+    A[:K] = state.A[:K]
+    state.Z, state.A = Z, A
+
+
+def drop_empty_features(state: ExplicitFeatureState) -> np.ndarray:
+    """Remove the live features no row has; return the indices of those kept (in order)."""
+    K = state.n_features
+    keep = np.flatnonzero(state.Z[:, :K].any(axis=0))
+    if keep.size < K:
+        k = keep.size
+        state.Z[:, :k] = state.Z[:, keep]
+        state.Z[:, k:K] = 0
+        state.A[:k] = state.A[keep]
+        state.A[k:K] = 0.0
+        state.n_features = k
+    return keep
+
+
+class ExplicitFeatureSolver(BaseEstimator):
+    """Base class of the IBP samplers that keep ``A`` explicit.
+
+    Subclasses set :attr:`name` and implement :meth:`initialize` and :meth:`sweep`; those
+    that instantiate sticks override :meth:`sample_alpha`.
+    """
+
+    name = "explicit"
+    #: Likelihood names this solver can serve (see ``EXPLICIT_LIKELIHOODS``).
+    likelihoods = EXPLICIT_LIKELIHOODS
+    #: Whether the chain targets the exact posterior; approximate solvers say what they
+    #: approximate in their docstring and set this False.
+    exact = True
+
+    def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng
+                   ) -> ExplicitFeatureState:  # pragma: no cover - abstract
+        raise NotImplementedError
+
+    def sweep(self, state: ExplicitFeatureState, likelihood, rng) -> None:  # pragma: no cover
+        raise NotImplementedError
+
+    def sample_alpha(self, state: ExplicitFeatureState, rng, prior=(1.0, 1.0)) -> None:
+        """``alpha | Z ~ Gamma(shape + K, rate + H_N)`` (seed 000 sec. 5.1): valid for
+        solvers whose state holds ``Z`` and ``A`` only. Solvers that carry sticks
+        override it with the conditional given their sticks."""
+        state.alpha = sample_alpha_posterior(
+            state.n_features, state.X.shape[0], rng, prior_shape=prior[0], prior_rate=prior[1]
+        )
+
+    def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:
+        """``log p(X, [Z], A | alpha, params)`` of the live state."""
+        Z, A = state.active_Z, state.active_A
+        return (
+            likelihood.log_likelihood(state.X, state.observed, Z, A, state.params)
+            + likelihood.log_prior_features(A, state.params)
+            + ibp_log_prob(Z, state.alpha)
+        )
