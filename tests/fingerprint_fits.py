@@ -40,9 +40,9 @@ import numpy as np
 # --------------------------------------------------------------------------------------
 # hashing
 
-#: Names of wall-clock measurements (``elbo_time_``, a state's ``time_trace``), left out:
-#: they differ from run to run.
-WALL_CLOCK = re.compile(r"(^|_)times?(_|$)")
+#: Names of wall-clock measurements (``elbo_time_``, a state's ``time_trace``, a solver's
+#: ``timings_``), left out: they differ from run to run.
+WALL_CLOCK = re.compile(r"(^|_)(times?|timings?)(_|$)")
 
 
 def _feed(h, value):
@@ -183,6 +183,11 @@ def _data():
 SMALL = dict(n_iter=6, burn_in=3, random_state=0)
 
 
+def _half_distance_decay(distances):
+    """A decay function given as a callable: ``1 / (1 + d / 2)``."""
+    return 1.0 / (1.0 + 0.5 * distances)
+
+
 def _fits():
     from sklearn_ibp import (
         DistanceDependentIBP,
@@ -314,6 +319,10 @@ def _fits():
         add("fa/parallel_accelerated/dask",
             lambda d: (IBPFactorAnalysis(solver=accelerated(backend="dask", n_workers=2),
                                          **SMALL), d["X"], None, d["rows"], None))
+        add("fa/parallel_noisy_or/dask",
+            lambda d: (IBPFactorAnalysis(solver=noisy_or(backend="dask", n_workers=2),
+                                         likelihood="bernoulli", **SMALL),
+                       d["binary"], None, d["binary_rows"], None))
 
     # IBPImputer
     def imputer(**params):
@@ -327,6 +336,16 @@ def _fits():
     add("imputer/sample_posterior", imputer(sample_posterior=True))
     add("imputer/noise=model", imputer(noise="model"))
     add("imputer/add_indicator", imputer(add_indicator=True))
+    add("imputer/estimator=None",
+        lambda d: (IBPImputer(n_samples=3, random_state=0), d["missing"], None,
+                   d["rows_missing"], None))
+    add("imputer/ddibp",
+        lambda d: (IBPImputer(DistanceDependentIBP(**SMALL), n_samples=3, random_state=0),
+                   d["missing"], None, d["rows_missing"], None))
+    add("imputer/hierarchy",
+        lambda d: (IBPImputer(NoisyOrHierarchy(init_iter=2, **SMALL), n_samples=3,
+                              random_state=0),
+                   d["binary_missing"], None, d["binary_rows"], None))
     add("imputer/slice",
         lambda d: (IBPImputer(IBPFactorAnalysis(solver="slice", **SMALL), n_samples=3,
                               random_state=0), d["missing"], None, d["rows_missing"], None))
@@ -342,6 +361,8 @@ def _fits():
     add("ddibp/constant", ddibp(decay_function="constant"))
     add("ddibp/constant/sequential", ddibp(decay_function="constant", sequential=True))
     add("ddibp/covariates", ddibp(covariate_columns=[0, 1], decay=0.5))
+    add("ddibp/callable", ddibp(decay_function=_half_distance_decay))
+    add("ddibp/manhattan", ddibp(covariate_columns=[0, 1, 2], metric="manhattan"))
     add("ddibp/missing", ddibp("missing", "rows_missing"))
     add("ddibp/chains=2,jobs=2", ddibp(n_chains=2, n_jobs=2))
     add("ddibp/warm_start", warm(ddibp()))
