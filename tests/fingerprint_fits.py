@@ -275,6 +275,14 @@ def _fits():
                alpha=2.0))
         add(f"fa/{solver}/gaussian/chains=2,jobs=2",
             fa(solver=solver, n_chains=2, n_jobs=2))
+    # more features than transform enumerates (12): its mean-field path, per likelihood
+    many = dict(alpha=30.0, sample_hyperparameters=False)
+    add("fa/accelerated/gaussian/many_features", fa(sigma_x=0.05, **many))
+    add("fa/slice/gaussian/many_features", fa(solver="slice", sigma_x=0.05, **many))
+    add("fa/slice/exponential/many_features",
+        fa(solver="slice", likelihood="exponential", sigma_x=0.05, **many))
+    add("fa/slice/bernoulli/many_features",
+        fa("binary", "binary_rows", solver="slice", likelihood="bernoulli", **many))
     add("fa/accelerated/gaussian/max_features=3", fa(max_features=3))
     add("fa/accelerated/gaussian/thin=2", fa(thin=2, n_iter=8))
     add("fa/slice/bernoulli/missing",
@@ -406,6 +414,7 @@ def _fits():
     add("ddibp/missing", ddibp("missing", "rows_missing"))
     add("ddibp/chains=2,jobs=2", ddibp(n_chains=2, n_jobs=2))
     add("ddibp/warm_start", warm(ddibp()))
+    add("ddibp/many_features", ddibp(alpha=30.0, sigma_x=0.05, sample_hyperparameters=False))
     add("ddibp/fixed_hyper", ddibp(sample_hyperparameters=False, sigma_x=0.5, sigma_a=1.0))
 
     # DPMixture: every solver, both bases, both components
