@@ -23,7 +23,7 @@ from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
 from .exceptions import NoFeaturesWarning, SamplingInterruptedWarning, SamplingStoppedError
-from .priors.ibp import harmonic_rate, ibp_log_prob
+from .priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 
 __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
            "SamplingStoppedError", "TRACE_NAMES"]
@@ -411,7 +411,7 @@ class BaseIBPSampler(BaseEstimator):
                 solver.alpha_rate(state) if hasattr(solver, "alpha_rate")
                 else harmonic_rate(N, state.beta)
             )
-            alpha = rng.gamma(1.0 + K, 1.0 / (1.0 + rate))
+            alpha = sample_alpha_conditional(K, rate, rng)
             bound = getattr(state, "stats", {}).get("max_features")
             if bound is not None:
                 # Under the IBP truncated to at most ``bound`` features, p(Z | alpha)

@@ -1,7 +1,8 @@
 """What one processor of the data-parallel sampler does (seed 000 sec. 5.1).
 
 A shard is a block of rows. Between synchronisations it runs accelerated Gibbs sweeps
-(:func:`sklearn_ibp.solvers.ibp._accelerated_kernels.sweep_accelerated`) on its own rows given the global
+(:func:`sklearn_ibp.solvers.ibp._accelerated_kernels.sweep_accelerated`) on its own rows
+given the global
 feature posterior, in which the other shards' rows stay fixed at their last message: its
 statistics are ``others + own``, with ``others = total - own`` computed from the broadcast
 totals, and only ``own`` moves while it sweeps. At the end of a round it sends back its own

@@ -25,7 +25,11 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..priors.ibp import ibp_log_prob
-from ..solvers.ibp_explicit._explicit_base import ExplicitFeatureSolver, new_explicit_state
+from ..solvers.ibp_explicit._explicit_base import (
+    ExplicitFeatureSolver,
+    check_explicit_inputs,
+    new_explicit_state,
+)
 from ..solvers.ibp_explicit._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
 from ._common import AsynchronousRoundsMixin, DistributedSolverMixin, map_message_ids, tree_sum
 from ._noisy_or_shard import (
@@ -228,11 +232,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         ``rng``; every message ``lambda^p`` starts at 0 (``Q(A)`` is the prior)."""
         self._validate_params()
         self._check_likelihood(likelihood)
-        if not (np.isfinite(alpha) and alpha > 0.0):
-            raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-d; got shape {X.shape}.")
+        X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
         N, D = X.shape
         if self.n_tokens > self.n_shards:
             raise ValueError(
@@ -244,16 +244,6 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
                 f"n_shards={self.n_shards} is more than the {N} rows of X; each shard needs "
                 "at least one row."
             )
-        if observed is None:
-            observed = np.ones((N, D), dtype=np.uint8)
-        observed = np.asarray(observed)
-        if observed.shape != X.shape:
-            raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
-        Z = np.asarray(Z)
-        if Z.ndim != 2 or Z.shape[0] != N:
-            raise ValueError(f"Z must have shape ({N}, n_features); got {Z.shape}.")
-        if Z.size and not np.isin(Z, (0, 1)).all():
-            raise ValueError("Z must be binary (0/1).")
         K = Z.shape[1]
         if A is None:
             A = likelihood.sample_prior_features(K, D, params, rng)

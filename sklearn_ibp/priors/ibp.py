@@ -23,6 +23,7 @@ __all__ = [
     "labelled_ibp_log_prob",
     "left_order",
     "new_feature_rate",
+    "sample_alpha_conditional",
     "sample_alpha_posterior",
     "sample_ibp",
     "harmonic_rate",
@@ -268,6 +269,49 @@ def sample_ibp(n_samples: int, alpha: float, beta: float = 1.0, random_state=Non
     return Z
 
 
+def sample_alpha_conditional(
+    n_features: int,
+    rate: float,
+    random_state,
+    prior_shape: float = 1.0,
+    prior_rate: float = 1.0,
+) -> float:
+    """Draw ``alpha`` from ``Gamma(prior_shape + K, prior_rate + rate)``.
+
+    Every IBP representation the package samples gives ``alpha`` a likelihood of the form
+    ``alpha^K exp(-alpha rate)``, so under a ``Gamma(prior_shape, prior_rate)`` prior
+    (shape and rate) its conditional is this Gamma; only ``K`` and ``rate`` depend on the
+    representation:
+
+    * ``Z`` alone (the sticks integrated out): ``K`` non-empty features and
+      ``rate = H_N``, or ``sum_n beta / (beta + n - 1)`` for the two-parameter IBP
+      (Doshi-Velez 2009, sec. 5.1 and appendix C.1; Görür 2007, sec. 4.5.2);
+      :func:`sample_alpha_posterior`;
+    * the stick-breaking slice sampler's ``K`` represented sticks: ``rate`` the tail
+      rate ``sum_{i<=N} (1 - (1 - mu_K)^i) / i - log mu_K`` (Görür 2007, eqs. 4.29 and
+      4.42, after Teh, Görür and Ghahramani 2007);
+    * ``K*`` truncated sticks: ``rate = -log mu_K*``, their prior being
+      ``alpha^K* mu_K*^alpha`` (Görür 2007, eq. 4.42).
+
+    Parameters
+    ----------
+    n_features : int
+        ``K``.
+    rate : float
+        The coefficient of ``-alpha`` in the log likelihood of ``alpha``.
+    random_state : int, RandomState, Generator or None
+        Source of the one Gamma draw.
+    prior_shape, prior_rate : float, default=1.0
+        The Gamma prior of ``alpha``.
+
+    Returns
+    -------
+    float
+    """
+    rng = as_random_source(random_state)
+    return float(rng.gamma(prior_shape + n_features, 1.0 / (prior_rate + rate)))
+
+
 def sample_alpha_posterior(
     n_features: int,
     n_samples: int,
@@ -280,12 +324,11 @@ def sample_alpha_posterior(
 
     Under a ``Gamma(prior_shape, prior_rate)`` prior the conditional is
     ``Gamma(prior_shape + K, prior_rate + sum_n beta/(beta+n-1))``; with the default
-    ``Gamma(1, 1)`` prior and ``beta = 1`` this is the seed's ``Gamma(1 + K, 1 + H_N)``.
+    ``Gamma(1, 1)`` prior and ``beta = 1`` this is the seed's ``Gamma(1 + K, 1 + H_N)``
+    (:func:`sample_alpha_conditional` with ``rate`` from :func:`harmonic_rate`).
     """
-    rng = as_random_source(random_state)
-    shape = prior_shape + n_features
-    rate = prior_rate + harmonic_rate(n_samples, beta)
-    return float(rng.gamma(shape, 1.0 / rate))
+    return sample_alpha_conditional(n_features, harmonic_rate(n_samples, beta), random_state,
+                                    prior_shape=prior_shape, prior_rate=prior_rate)
 
 
 # -- truncation of the stick-breaking IBP (seed 000 sec. 6.4) ----------------------------

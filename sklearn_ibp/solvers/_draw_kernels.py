@@ -22,6 +22,26 @@ def log_prior_odds(others, n_rows, beta):
 
 
 @njit(cache=True)
+def add_lowest_stick_log_ratio(log_odds, k, counts, sticks, n_features):
+    """``log_odds`` of ``z_nk = 1`` plus ``log(mu*_0 / mu*_1)`` for a feature ``k`` no
+    other row has (Görür 2007, eq. 4.47; Teh, Görür and Ghahramani 2007).
+
+    The slice samplers' conditional divides by ``mu* = min(1, lowest live stick)``: with
+    ``k`` switched off ``mu*_0`` is the lowest of the other live sticks among the first
+    ``n_features`` (1 if none), with it switched on ``mu*_1 = min(mu*_0, mu_k)``, so the
+    ratio is ``mu*_0 / mu_k`` when ``mu_k`` is below ``mu*_0`` and 1 otherwise.
+    """
+    mk = sticks[k]
+    lowest = 1.0
+    for j in range(n_features):
+        if j != k and counts[j] > 0 and sticks[j] < lowest:
+            lowest = sticks[j]
+    if mk < lowest:
+        log_odds += math.log(lowest) - math.log(mk)
+    return log_odds
+
+
+@njit(cache=True)
 def draw_binary(log_odds, rng):
     """1 with probability ``sigmoid(log_odds)``, else 0."""
     p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0

@@ -15,6 +15,7 @@ from sklearn_ibp.priors.ibp import (
     labelled_ibp_log_prob,
     left_order,
     new_feature_rate,
+    sample_alpha_conditional,
     sample_alpha_posterior,
     sample_ibp,
     smallest_truncation,
@@ -126,6 +127,20 @@ def test_alpha_posterior_moments():
     shape, rate = 1 + 7, 1 + harmonic_rate(50)
     assert draws.mean() == pytest.approx(shape / rate, rel=0.02)
     assert draws.var() == pytest.approx(shape / rate**2, rel=0.05)
+
+
+@pytest.mark.parametrize("make_rng", [np.random.default_rng, np.random.RandomState])
+def test_alpha_conditional_is_one_gamma_draw(make_rng):
+    """``Gamma(a + K, b + r)``: the one draw the solvers made inline before it was written
+    once, bit for bit, from a Generator or a RandomState; the posterior given ``Z`` is it
+    with ``r`` the two-parameter harmonic rate."""
+    K, r, a, b = 5, 2.75, 2.0, 0.5
+    expected = make_rng(3).gamma(a + K, 1.0 / (b + r))
+    assert sample_alpha_conditional(K, r, make_rng(3), prior_shape=a, prior_rate=b) == expected
+    rate = harmonic_rate(20, 2.0)
+    assert (sample_alpha_posterior(K, 20, make_rng(4), beta=2.0, prior_shape=a, prior_rate=b)
+            == sample_alpha_conditional(K, rate, make_rng(4), prior_shape=a, prior_rate=b))
+    assert isinstance(sample_alpha_conditional(K, r, 0), float)
 
 
 # -- truncation bounds (seed 000 sec. 6.4) ------------------------------------------------

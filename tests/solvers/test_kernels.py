@@ -6,6 +6,7 @@ from scipy.stats import multivariate_normal, poisson
 
 from sklearn_ibp.likelihoods import feature_posterior
 from sklearn_ibp.solvers._draw_kernels import (
+    add_lowest_stick_log_ratio,
     draw_binary,
     draw_from_log_weights,
     log_poisson_table,
@@ -55,3 +56,20 @@ def test_discrete_draws():
     ones = np.mean([draw_binary(np.log(0.25 / 0.75), rng) for _ in range(30000)])
     assert ones == pytest.approx(0.25, abs=0.01)
     assert draw_binary(-800.0, rng) == 0
+
+
+def test_lowest_stick_log_ratio():
+    """``log(mu*_0 / mu*_1)`` (Görür 2007, eq. 4.47) against ``min`` over the other live
+    sticks: added only when ``mu_k`` is below them; dead sticks and sticks past
+    ``n_features`` do not count."""
+    sticks = np.array([0.9, 0.6, 0.3, 0.2, 0.05])
+    counts = np.array([2, 0, 1, 1, 3])
+    for k in range(4):
+        for n_features in (3, 4):
+            others = [sticks[j] for j in range(n_features) if j != k and counts[j] > 0]
+            mu0 = min([1.0, *others])
+            expected = 0.5 + (np.log(mu0) - np.log(sticks[k]) if sticks[k] < mu0 else 0.0)
+            got = add_lowest_stick_log_ratio(0.5, k, counts, sticks, n_features)
+            assert got == pytest.approx(expected, abs=1e-14), (k, n_features)
+    assert add_lowest_stick_log_ratio(0.5, 3, counts, sticks, 4) == pytest.approx(
+        0.5 + np.log(0.3 / 0.2))

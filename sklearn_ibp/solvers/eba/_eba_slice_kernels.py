@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._draw_kernels import draw_binary
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
 from ..ibp_explicit._semi_ordered_slice_kernels import sort_by_sticks
 
 
@@ -155,12 +155,7 @@ def update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, l
         else:
             log_prior_odds = math.log(mk) - math.log1p(-mk)
         if others == 0:
-            lowest = 1.0
-            for j in range(K):
-                if j != k and counts[j] > 0 and sticks[j] < lowest:
-                    lowest = sticks[j]
-            if mk < lowest:
-                log_prior_odds += math.log(lowest) - math.log(mk)
+            log_prior_odds = add_lowest_stick_log_ratio(log_prior_odds, k, counts, sticks, K)
         ratio = flip_log_ratio(i, k, wins, Z, W[k, 0], adv, lapse)
         # log odds of z_ik = 1 against 0
         log_odds = (ratio if zk == 0 else -ratio) + log_prior_odds

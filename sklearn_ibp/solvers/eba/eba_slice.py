@@ -39,7 +39,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins
-from ...priors.ibp import harmonic_rate, ibp_log_prob
+from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
 from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
@@ -361,8 +361,8 @@ class EBASliceSampler(BaseEstimator):
         :meth:`SemiOrderedSliceSampler.sample_alpha
         <sklearn_ibp.solvers.SemiOrderedSliceSampler.sample_alpha>`)."""
         shape, rate = prior
-        rate = rate + state.harmonic
-        state.alpha = float(rng.gamma(shape + state.n_features, 1.0 / rate))
+        state.alpha = sample_alpha_conditional(state.n_features, state.harmonic, rng,
+                                               prior_shape=shape, prior_rate=rate)
 
     def log_likelihood(self, state: EBAState) -> float:
         """``log p(X | Z, w, u)`` of the individual comparisons (eq. 4.65 without the

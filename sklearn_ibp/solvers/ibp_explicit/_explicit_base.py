@@ -67,6 +67,39 @@ class ExplicitFeatureState:
         return self.A[: self.n_features]
 
 
+def check_explicit_inputs(X, observed, alpha, Z=None):
+    """The checks of an explicit-feature solver's ``initialize``: ``(X, observed, Z)``.
+
+    ``alpha`` must be a positive finite number, ``X`` a 2-d array (returned as a
+    C-contiguous float64 copy when it is not one already), ``observed`` None (everything
+    observed: ones of ``X``'s shape, uint8) or of ``X``'s shape, and ``Z``, unless None,
+    a binary ``(n_samples, n_features)`` array. Inputs are not modified; anything else
+    raises a ``ValueError`` naming the argument.
+    """
+    try:
+        valid_alpha = bool(np.isfinite(alpha) and alpha > 0.0)
+    except TypeError:
+        valid_alpha = False
+    if not valid_alpha:
+        raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
+    X = np.ascontiguousarray(X, dtype=np.float64)
+    if X.ndim != 2:
+        raise ValueError(f"X must be a 2-d array; got shape {X.shape}.")
+    N, D = X.shape
+    if observed is None:
+        observed = np.ones((N, D), dtype=np.uint8)
+    observed = np.asarray(observed)
+    if observed.shape != X.shape:
+        raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
+    if Z is not None:
+        Z = np.asarray(Z)
+        if Z.ndim != 2 or Z.shape[0] != N:
+            raise ValueError(f"Z must have shape ({N}, n_features); got {Z.shape}.")
+        if Z.size and not np.isin(Z, (0, 1)).all():
+            raise ValueError("Z must be binary (0/1).")
+    return X, observed, Z
+
+
 def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFeatureState:
     """A state holding copies of ``Z`` and ``A`` with room for ``capacity`` features.
 

@@ -32,7 +32,7 @@ from ...likelihoods._real_weighted_kernels import (
     integrated_weight_terms,
     new_feature_log_ratio,
 )
-from .._draw_kernels import draw_binary, random_order
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order
 from ._metropolis_kernels import compact_features, unique_features_move
 from ._slice_kernels import draw_level, extend_sticks, update_row_features
 
@@ -240,12 +240,7 @@ def update_weighted_row_features(x, observed, z, w, A, pred, counts, sticks, n_f
             counts[k] += new - zk
             z[k] = new
             continue
-        lowest = 1.0
-        for j in range(K):
-            if j != k and counts[j] > 0 and sticks[j] < lowest:
-                lowest = sticks[j]
-        if mk < lowest:
-            log_prior_odds += math.log(lowest) - math.log(mk)
+        log_prior_odds = add_lowest_stick_log_ratio(log_prior_odds, k, counts, sticks, K)
         if zk:
             log_ratio = new_feature_log_ratio(x, observed, pred, wk, A[k], wk, prior_var,
                                               noise)

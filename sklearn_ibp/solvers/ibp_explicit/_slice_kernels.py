@@ -36,7 +36,7 @@ from ...likelihoods._observation_kernels import (
     row_log_likelihood,
     row_log_likelihood_shifted,
 )
-from .._draw_kernels import draw_binary
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _SQRT2 = math.sqrt(2.0)
@@ -371,12 +371,7 @@ def update_row_features(kind, x, observed, z, A, pred, counts, sticks, n_feature
                 counts[k] += sign
                 ll = ll_flip
             continue
-        lowest = 1.0
-        for j in range(K):
-            if j != k and counts[j] > 0 and sticks[j] < lowest:
-                lowest = sticks[j]
-        if mk < lowest:
-            log_prior_odds += math.log(lowest) - math.log(mk)
+        log_prior_odds = add_lowest_stick_log_ratio(log_prior_odds, k, counts, sticks, K)
         log_values = _new_feature_log_ratio(kind, x, observed, pred, A[k], sign,
                                             prior_kind, prior, noise, proposal, rng)
         if zk:

@@ -38,7 +38,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...likelihoods.linear_gaussian import feature_posterior
 from ...priors.ibp import harmonic_rate
-from ._explicit_base import ExplicitFeatureSolver, ExplicitFeatureState, new_explicit_state
+from ._explicit_base import (
+    ExplicitFeatureSolver,
+    ExplicitFeatureState,
+    check_explicit_inputs,
+    new_explicit_state,
+)
 from ._map_climb_kernels import climb_features, climb_rows, column_weights
 from ._metropolis_kernels import compact_features, refresh_prediction
 
@@ -174,24 +179,9 @@ class MapClimb(ExplicitFeatureSolver):
         """
         self._validate_params()
         self._check_likelihood(likelihood)
-        if not (isinstance(alpha, (int, float, np.number)) and np.isfinite(alpha)
-                and alpha > 0.0):
-            raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-d array; got shape {X.shape}.")
+        X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
         N, D = X.shape
-        if observed is None:
-            observed = np.ones((N, D), dtype=np.uint8)
-        observed = np.asarray(observed)
-        if observed.shape != X.shape:
-            raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
         likelihood.check_data(X, observed)
-        Z = np.asarray(Z)
-        if Z.ndim != 2 or Z.shape[0] != N:
-            raise ValueError(f"Z must have shape ({N}, n_features); got {Z.shape}.")
-        if Z.size and not np.isin(Z, (0, 1)).all():
-            raise ValueError("Z must be binary (0/1).")
         K = Z.shape[1]
         fill_A = A is None
         if fill_A:

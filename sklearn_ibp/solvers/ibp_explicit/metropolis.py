@@ -19,6 +19,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
+    check_explicit_inputs,
     grow,
     new_explicit_state,
 )
@@ -88,22 +89,8 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         """
         self._validate_params()
         self._check_likelihood(likelihood)
-        if not (np.isfinite(alpha) and alpha > 0.0):
-            raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be 2-d; got shape {X.shape}.")
+        X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
         N, D = X.shape
-        if observed is None:
-            observed = np.ones((N, D), dtype=np.uint8)
-        observed = np.asarray(observed)
-        if observed.shape != X.shape:
-            raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
-        Z = np.asarray(Z)
-        if Z.ndim != 2 or Z.shape[0] != N:
-            raise ValueError(f"Z must have shape ({N}, n_features); got {Z.shape}.")
-        if Z.size and not np.isin(Z, (0, 1)).all():
-            raise ValueError("Z must be binary (0/1).")
         K = Z.shape[1]
         if A is None:
             A = likelihood.sample_prior_features(K, D, params, rng)

@@ -75,7 +75,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
-from ._explicit_base import ExplicitFeatureState, grow
+from ._explicit_base import ExplicitFeatureState, check_explicit_inputs, grow
 from ._metropolis_kernels import compact_features
 from ._particle_kernels import (
     PROPOSE_DATA,
@@ -160,16 +160,7 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
     """
     _check_filter_arguments(n_particles, resampling, ess_threshold, proposal)
     rng = np.random.default_rng(random_state)
-    if not (np.isfinite(alpha) and alpha > 0.0):
-        raise ValueError(f"alpha must be a positive finite number; got {alpha!r}.")
-    X = np.ascontiguousarray(X, dtype=np.float64)
-    if X.ndim != 2:
-        raise ValueError(f"X must be 2-d; got shape {X.shape}.")
-    if observed is None:
-        observed = np.ones(X.shape, dtype=np.uint8)
-    observed = np.asarray(observed)
-    if observed.shape != X.shape:
-        raise ValueError(f"observed must have X's shape {X.shape}; got {observed.shape}.")
+    X, observed, _ = check_explicit_inputs(X, observed, alpha)
     observed = np.ascontiguousarray(observed, dtype=np.uint8)
     D = X.shape[1]
     Z, A, log_evidence, _, _ = particle_sweep(

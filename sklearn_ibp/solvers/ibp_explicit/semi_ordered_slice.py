@@ -54,7 +54,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...likelihoods._real_weighted_kernels import draw_row_weights
-from ...priors.ibp import harmonic_rate, ibp_log_prob
+from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -361,5 +361,5 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         """
         shape, rate = check_prior(prior)
         K = int(np.count_nonzero(state.active_Z.any(axis=0)))
-        rate += harmonic_rate(state.X.shape[0])
-        state.alpha = float(rng.gamma(shape + K, 1.0 / rate))
+        state.alpha = sample_alpha_conditional(K, harmonic_rate(state.X.shape[0]), rng,
+                                               prior_shape=shape, prior_rate=rate)

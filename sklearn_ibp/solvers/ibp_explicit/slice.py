@@ -28,6 +28,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..priors.ibp import sample_alpha_conditional
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -285,5 +286,6 @@ class SliceSampler(ExplicitFeatureSolver):
         st = state.stats
         total = int(st["n_sticks"])
         last = float(st["sticks"][total - 1]) if total else 1.0
-        rate += stick_tail_rate(last, state.X.shape[0])
-        state.alpha = float(rng.gamma(shape + total, 1.0 / rate))
+        state.alpha = sample_alpha_conditional(
+            total, stick_tail_rate(last, state.X.shape[0]), rng, prior_shape=shape,
+            prior_rate=rate)

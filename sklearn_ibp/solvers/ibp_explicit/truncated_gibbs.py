@@ -22,7 +22,11 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ...priors.ibp import _check_truncation_args, _truncation_rate
+from ...priors.ibp import (
+    _check_truncation_args,
+    _truncation_rate,
+    sample_alpha_conditional,
+)
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -219,6 +223,6 @@ class TruncatedGibbs(ExplicitFeatureSolver):
         log mu_K*)``.
         """
         log_sticks = state.stats["log_sticks"]
-        shape = float(prior[0]) + log_sticks.shape[0]
-        rate = float(prior[1]) - float(log_sticks[-1])
-        state.alpha = float(rng.gamma(shape, 1.0 / rate))
+        state.alpha = sample_alpha_conditional(
+            log_sticks.shape[0], -float(log_sticks[-1]), rng, prior_shape=float(prior[0]),
+            prior_rate=float(prior[1]))

@@ -317,3 +317,25 @@ def test_bad_inputs_are_refused():
     with pytest.raises(ValueError, match="likelihood"):
         solver.initialize(X, None, np.zeros((4, 0)), None, 1.0, GAUSSIAN_PARAMS, object(),
                           rng)
+
+
+@pytest.mark.parametrize("name", ["metropolis", "approximate_gibbs", "particle", "map"])
+@pytest.mark.parametrize("bad, match", [
+    (dict(alpha=np.nan), "alpha must be a positive finite number"),
+    (dict(alpha="one"), "alpha must be a positive finite number"),
+    (dict(X=np.zeros(4)), "X must be a 2-d array"),
+    (dict(observed=np.ones((3, 2))), "observed must have X's shape"),
+    (dict(Z=np.zeros((3, 1))), r"Z must have shape \(4, n_features\)"),
+    (dict(Z=np.full((4, 1), 2)), "Z must be binary"),
+])
+def test_explicit_solvers_share_input_checks(name, bad, match):
+    """The explicit-feature solvers' ``initialize`` refuses the same bad inputs with the
+    same messages (one check, ``check_explicit_inputs``), before touching the inputs."""
+    from sklearn_ibp.solvers import EXPLICIT_SOLVERS
+
+    args = dict(X=np.zeros((4, 2)), observed=None, Z=np.zeros((4, 1)), A=None, alpha=1.0)
+    args.update(bad)
+    with pytest.raises(ValueError, match=match):
+        EXPLICIT_SOLVERS[name]().initialize(
+            args["X"], args["observed"], args["Z"], args["A"], args["alpha"],
+            GAUSSIAN_PARAMS, LinearGaussianFeatures(), np.random.default_rng(0))
