@@ -28,7 +28,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
-from ..priors.ibp import sample_alpha_conditional
+from ...priors.ibp import sample_alpha_conditional
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
