@@ -40,6 +40,12 @@ import warnings
 
 import numpy as np
 
+if __name__ == "__main__" and sys.path and sys.path[0] == str(
+        __import__("pathlib").Path(__file__).resolve().parent):
+    # Run as a script, Python puts tests/ first on sys.path, where the folder
+    # tests/distributed would shadow dask's ``distributed`` package.
+    del sys.path[0]
+
 # --------------------------------------------------------------------------------------
 # hashing
 
