@@ -21,11 +21,10 @@ serial kernels.
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 from numba import njit
 
+from ..likelihoods._binary_feature_kernels import apply_feature_change, draw_feature_row
 from ..likelihoods._leaky_noisy_or_kernels import log_prob_one_table
 from ..solvers.ibp_explicit._metropolis_kernels import refresh_prediction
 
@@ -64,20 +63,9 @@ def sweep_features_cavity(A, counts, X, observed, feature_ptr, feature_rows, noi
                 else:
                     log_odds[d] += noise[1, d]
         for d in range(n_dims):
-            old = 1 if A[k, d] > 0.5 else 0
-            if log_odds[d] >= 0.0:
-                p_one = 1.0 / (1.0 + math.exp(-log_odds[d]))
-            else:
-                odds = math.exp(log_odds[d])
-                p_one = odds / (1.0 + odds)
             cond_log_odds[k, d] = log_odds[d]
-            new = 1 if rng.random() < p_one else 0
-            A[k, d] = new
-            change[d] = new - old
-        for i in range(feature_ptr[k], feature_ptr[k + 1]):
-            n = feature_rows[i]
-            for d in range(n_dims):
-                counts[n, d] += change[d]
+        draw_feature_row(A, k, log_odds, change, rng)
+        apply_feature_change(counts, feature_ptr, feature_rows, k, change)
 
 
 @njit(cache=True, nogil=True)

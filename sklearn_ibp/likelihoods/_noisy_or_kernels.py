@@ -11,6 +11,8 @@ import math
 import numpy as np
 from numba import njit
 
+from ._binary_feature_kernels import apply_feature_change, draw_feature_row
+
 __all__ = ["sweep_binary_features"]
 
 
@@ -63,17 +65,5 @@ def sweep_binary_features(A, counts, X, observed, feature_ptr, feature_rows, noi
                 own = 1 if A[k, d] > 0.5 else 0
                 if observed[n, d] and counts[n, d] == own:
                     log_odds[d] += gain_one[d] if X[n, d] > 0.5 else gain_zero[d]
-        for d in range(n_dims):
-            old = 1 if A[k, d] > 0.5 else 0
-            if log_odds[d] >= 0.0:
-                p_one = 1.0 / (1.0 + math.exp(-log_odds[d]))
-            else:
-                odds = math.exp(log_odds[d])
-                p_one = odds / (1.0 + odds)
-            new = 1 if rng.random() < p_one else 0
-            A[k, d] = new
-            change[d] = new - old
-        for i in range(feature_ptr[k], feature_ptr[k + 1]):
-            n = feature_rows[i]
-            for d in range(n_dims):
-                counts[n, d] += change[d]
+        draw_feature_row(A, k, log_odds, change, rng)
+        apply_feature_change(counts, feature_ptr, feature_rows, k, change)
