@@ -27,7 +27,7 @@ import numpy as np
 from numba import njit
 
 from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
-from ..ibp_explicit._semi_ordered_slice_kernels import sort_by_sticks
+from .._feature_slot_kernels import compact_features, compact_values, sort_by_sticks
 
 
 @njit(cache=True)
@@ -179,22 +179,8 @@ def update_aspects_and_drop_empty(wins, Z, W, unique, adv, counts, sticks, n_fea
     for i in range(N):
         update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, level,
                                    lapse, rng)
-    K = 0
-    for k in range(n_features):
-        if counts[k] > 0:
-            if K != k:
-                for n in range(N):
-                    Z[n, K] = Z[n, k]
-                W[K, 0] = W[k, 0]
-                counts[K] = counts[k]
-                sticks[K] = sticks[k]
-            K += 1
-    for k in range(K, n_features):
-        for n in range(N):
-            Z[n, k] = 0
-        W[k, 0] = 0.0
-        counts[k] = 0
-    return K
+    compact_values(sticks, counts, n_features)
+    return compact_features(Z, W, counts, n_features)
 
 
 @njit(cache=True)

@@ -35,6 +35,7 @@ from ...likelihoods._observation_kernels import (
 )
 from .._draw_kernels import FALSE, ONE, TRUE, draw_binary, random_order, truncated_poisson
 from .._feature_proposal_kernels import feature_proposal, log_prior_feature
+from .._feature_slot_kernels import compact_features
 
 #: Proposals of the new unique features' values.
 PROPOSE_PRIOR = 0
@@ -260,29 +261,6 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     if compact:
         K = compact_features(Z, A, counts, K)
     return K, row_order.shape[0]
-
-
-@njit(cache=True)
-def compact_features(Z, A, counts, K):
-    """Move the live slots (``counts > 0``) of the first ``K`` to the front, in order;
-    zero the freed ones. Returns the number of live features."""
-    live = 0
-    for k in range(K):
-        if counts[k] > 0:
-            if live != k:
-                for i in range(Z.shape[0]):
-                    Z[i, live] = Z[i, k]
-                for d in range(A.shape[1]):
-                    A[live, d] = A[k, d]
-                counts[live] = counts[k]
-            live += 1
-    for k in range(live, K):
-        for i in range(Z.shape[0]):
-            Z[i, k] = 0
-        for d in range(A.shape[1]):
-            A[k, d] = 0.0
-        counts[k] = 0
-    return live
 
 
 @njit(cache=True)

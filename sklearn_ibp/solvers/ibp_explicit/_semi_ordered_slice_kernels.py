@@ -33,7 +33,13 @@ from ...likelihoods._real_weighted_kernels import (
     new_feature_log_ratio,
 )
 from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order
-from ._metropolis_kernels import compact_features, unique_features_move
+from .._feature_slot_kernels import (
+    compact_columns,
+    compact_features,
+    compact_values,
+    sort_by_sticks,
+)
+from ._metropolis_kernels import unique_features_move
 from ._slice_kernels import draw_level, extend_sticks, update_row_features
 
 
@@ -79,25 +85,6 @@ def to_stick_breaking(Z, A, pred, counts, sticks, n_active, alpha, prior_kind, p
 
 
 @njit(cache=True)
-def sort_by_sticks(Z, A, counts, sticks, n_features):
-    """Put the represented features in decreasing stick order (the stick-breaking
-    representation of Algorithm 16), so the row updates visit them in an order that
-    depends on the sticks only, never on ``Z``."""
-    K = n_features
-    order = np.argsort(-sticks[:K])
-    Z_old = Z[:, :K].copy()
-    A_old = A[:K].copy()
-    counts_old = counts[:K].copy()
-    sticks_old = sticks[:K].copy()
-    for j in range(K):
-        k = order[j]
-        Z[:, j] = Z_old[:, k]
-        A[j] = A_old[k]
-        counts[j] = counts_old[k]
-        sticks[j] = sticks_old[k]
-
-
-@njit(cache=True)
 def update_rows_and_drop_empty(X, observed, Z, A, pred, counts, sticks, n_features, level,
                                kind, noise, prior_kind, prior, rng):
     """The features sorted by decreasing stick (:func:`sort_by_sticks`), every row's
@@ -110,24 +97,8 @@ def update_rows_and_drop_empty(X, observed, Z, A, pred, counts, sticks, n_featur
     for n in range(N):
         update_row_features(kind, X[n], observed[n], Z[n], A, pred[n], counts, sticks,
                             n_features, level, prior_kind, prior, noise, proposal, rng)
-    K = 0
-    for k in range(n_features):
-        if counts[k] > 0:
-            if K != k:
-                for n in range(N):
-                    Z[n, K] = Z[n, k]
-                for d in range(A.shape[1]):
-                    A[K, d] = A[k, d]
-                counts[K] = counts[k]
-                sticks[K] = sticks[k]
-            K += 1
-    for k in range(K, n_features):
-        for n in range(N):
-            Z[n, k] = 0
-        for d in range(A.shape[1]):
-            A[k, d] = 0.0
-        counts[k] = 0
-    return K
+    compact_values(sticks, counts, n_features)
+    return compact_features(Z, A, counts, n_features)
 
 
 @njit(cache=True)
@@ -284,23 +255,6 @@ def update_weighted_rows_and_drop_empty(X, observed, Z, W, A, pred, counts, stic
     for n in range(N):
         update_weighted_row_features(X[n], observed[n], Z[n], W[n], A, pred[n], counts,
                                      sticks, K_all, level, prior, noise, rng)
-    K = 0
-    for k in range(K_all):
-        if counts[k] > 0:
-            if K != k:
-                for n in range(N):
-                    Z[n, K] = Z[n, k]
-                    W[n, K] = W[n, k]
-                for d in range(A.shape[1]):
-                    A[K, d] = A[k, d]
-                counts[K] = counts[k]
-                sticks[K] = sticks[k]
-            K += 1
-    for k in range(K, K_all):
-        for n in range(N):
-            Z[n, k] = 0
-            W[n, k] = 0.0
-        for d in range(A.shape[1]):
-            A[k, d] = 0.0
-        counts[k] = 0
-    return K
+    compact_values(sticks, counts, K_all)
+    compact_columns(W, counts, K_all)
+    return compact_features(Z, A, counts, K_all)
