@@ -100,6 +100,27 @@ def check_explicit_inputs(X, observed, alpha, Z=None):
     return X, observed, Z
 
 
+def check_explicit_likelihood(solver, likelihood) -> None:
+    """The likelihood check of an explicit-feature solver's ``initialize``: its ``name``
+    must be one of ``solver.likelihoods`` and it must have a numba side
+    (``noise_array``); anything else raises a ``ValueError`` naming the argument."""
+    name = getattr(likelihood, "name", None)
+    if name not in solver.likelihoods or not hasattr(likelihood, "noise_array"):
+        raise ValueError(
+            f"likelihood: solver {solver.name!r} serves the explicit-feature likelihoods "
+            f"{', '.join(map(repr, solver.likelihoods))}; got {likelihood!r}."
+        )
+
+
+def check_start_features(A, K, D):
+    """``A`` as a float64 array of shape ``(K, D)`` (the starting features of ``K``
+    columns of ``Z`` on ``D`` dimensions); another shape raises a ``ValueError``."""
+    A = np.asarray(A, dtype=np.float64)
+    if A.shape != (K, D):
+        raise ValueError(f"A must have shape ({K}, {D}) to match Z and X; got {A.shape}.")
+    return A
+
+
 def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFeatureState:
     """A state holding copies of ``Z`` and ``A`` with room for ``capacity`` features.
 

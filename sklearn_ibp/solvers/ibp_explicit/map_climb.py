@@ -42,6 +42,8 @@ from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
     check_explicit_inputs,
+    check_explicit_likelihood,
+    check_start_features,
     new_explicit_state,
 )
 from ._map_climb_kernels import climb_features, climb_rows, column_weights
@@ -142,43 +144,21 @@ class MapClimb(ExplicitFeatureSolver):
         self.capacity = capacity
 
     # -- the solver interface ------------------------------------------------------------
-    def _check_likelihood(self, likelihood) -> None:
-        name = getattr(likelihood, "name", None)
-        if name not in MAP_LIKELIHOODS or not hasattr(likelihood, "noise_array"):
-            raise ValueError(
-                f"likelihood: solver 'map' serves the explicit-feature likelihoods "
-                f"{', '.join(map(repr, MAP_LIKELIHOODS))}; got {likelihood!r}."
-            )
-
     def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng
                    ) -> ExplicitFeatureState:
         """A climb's state from ``Z`` (N, K) and ``A`` (K, D); inputs are copied.
 
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_dims)
-            Data (any finite value where not observed).
-        observed : ndarray of shape (n_samples, n_dims) or None
-            1 where ``X`` is observed; None means everything is.
-        Z : ndarray of shape (n_samples, n_features)
-            Starting binary feature matrix; empty columns are dropped.
-        A : ndarray of shape (n_features, n_dims) or None
-            Starting features; None sets them to their conditional mode given ``Z``.
-        alpha : float
-            IBP concentration (> 0).
-        params : dict
-            The likelihood's parameters.
-        likelihood : FeatureLikelihood
-            ``"gaussian"``, ``"exponential"`` or ``"noisy_or"``.
-        rng : numpy.random.Generator
-            Not used (the start is deterministic).
+        The parameters are those of :meth:`MetropolisGibbs.initialize` but for ``A=None``,
+        which sets the features to their conditional mode given ``Z``, ``likelihood``, one
+        of ``"gaussian"``, ``"exponential"`` or ``"noisy_or"``, and ``rng``, which is not
+        used (the start is deterministic).
 
         Returns
         -------
         state : ExplicitFeatureState
         """
         self._validate_params()
-        self._check_likelihood(likelihood)
+        check_explicit_likelihood(self, likelihood)
         X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
         N, D = X.shape
         likelihood.check_data(X, observed)
@@ -186,9 +166,7 @@ class MapClimb(ExplicitFeatureSolver):
         fill_A = A is None
         if fill_A:
             A = np.zeros((K, D))
-        A = np.asarray(A, dtype=np.float64)
-        if A.shape != (K, D):
-            raise ValueError(f"A must have shape ({K}, {D}) to match Z and X; got {A.shape}.")
+        A = check_start_features(A, K, D)
         missing = [p for p in getattr(likelihood, "parameter_names", ()) if p not in params]
         if missing:
             raise ValueError(f"params must hold {list(likelihood.parameter_names)}; "
@@ -212,7 +190,7 @@ class MapClimb(ExplicitFeatureSolver):
         from ``rng``, then ``A`` at its conditional mode. Never lowers :meth:`log_joint`."""
         if "weights" not in state.stats:
             raise ValueError(f"state was not made by {type(self).__name__}.initialize.")
-        self._check_likelihood(likelihood)
+        check_explicit_likelihood(self, likelihood)
         N, D = state.X.shape
         noise = likelihood.noise_array(state.params, D)
         prior = likelihood.prior_array(state.params)
@@ -277,7 +255,7 @@ class MapClimb(ExplicitFeatureSolver):
         params : dict
             The new parameters (also set on ``state.params``).
         """
-        self._check_likelihood(likelihood)
+        check_explicit_likelihood(self, likelihood)
         params = dict(state.params)
         Z, A = state.active_Z, state.active_A
         mask = state.observed.astype(bool)

@@ -20,6 +20,8 @@ from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
     check_explicit_inputs,
+    check_explicit_likelihood,
+    check_start_features,
     grow,
     new_explicit_state,
 )
@@ -52,14 +54,6 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
     def _slots_needed(self) -> int:  # pragma: no cover - abstract
         raise NotImplementedError
 
-    def _check_likelihood(self, likelihood) -> None:
-        name = getattr(likelihood, "name", None)
-        if name not in self.likelihoods or not hasattr(likelihood, "noise_array"):
-            raise ValueError(
-                f"solver {self.name!r} serves the explicit-feature likelihoods "
-                f"{', '.join(map(repr, self.likelihoods))}; got {likelihood!r}."
-            )
-
     def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng
                    ) -> ExplicitFeatureState:
         """A chain state from ``Z`` (N, K) and ``A`` (K, D); inputs are copied.
@@ -88,15 +82,13 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         state : ExplicitFeatureState
         """
         self._validate_params()
-        self._check_likelihood(likelihood)
+        check_explicit_likelihood(self, likelihood)
         X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
         N, D = X.shape
         K = Z.shape[1]
         if A is None:
             A = likelihood.sample_prior_features(K, D, params, rng)
-        A = np.asarray(A, dtype=np.float64)
-        if A.shape != (K, D):
-            raise ValueError(f"A must have shape ({K}, {D}) to match Z and X; got {A.shape}.")
+        A = check_start_features(A, K, D)
         state = new_explicit_state(X, observed, Z, A, alpha, params,
                                    capacity=2 * K + 2 * self._slots_needed() + 8)
         counts = np.zeros(state.Z.shape[1], dtype=np.int64)

@@ -257,25 +257,9 @@ class ParticleFilter(_RowwiseExplicitSolver):
                    ) -> ExplicitFeatureState:
         """A chain state: one run of the particle filter, or the given ``Z`` and ``A``.
 
-        Parameters
-        ----------
-        X : ndarray of shape (n_samples, n_dims)
-            Data (any finite value where not observed).
-        observed : ndarray of shape (n_samples, n_dims) or None
-            1 where ``X`` is observed; None means everything is.
-        Z : ndarray of shape (n_samples, n_features)
-            Starting binary feature matrix (used with ``init="given"``; empty columns
-            are dropped).
-        A : ndarray of shape (n_features, n_dims) or None
-            Starting features (with ``init="given"``; None draws them from the prior).
-        alpha : float
-            IBP concentration (> 0).
-        params : dict
-            The likelihood's parameters.
-        likelihood : FeatureLikelihood
-            One of ``"gaussian"``, ``"exponential"``, ``"bernoulli"``, ``"noisy_or"``.
-        rng : numpy.random.Generator
-            The chain's generator.
+        The parameters are those of :meth:`MetropolisGibbs.initialize` (``likelihood``
+        may also be ``"noisy_or"``); ``Z`` and ``A`` are the start only with
+        ``init="given"``, and with ``init="filter"`` the filter's draw replaces them.
 
         Returns
         -------

@@ -33,6 +33,7 @@ from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
+    check_start_features,
     grow,
     new_explicit_state,
 )
@@ -99,9 +100,7 @@ def initial_features(X, observed, Z, A, params, likelihood, rng):
         A = likelihood.sample_prior_features(K, D, params, rng)
         if K:
             A = likelihood.sample_features(X, observed, Z.astype(np.int8), A, params, rng)
-    A = np.asarray(A, dtype=np.float64)
-    if A.shape != (K, D):
-        raise ValueError(f"A must have shape ({K}, {D}), got {A.shape}.")
+    A = check_start_features(A, K, D)
     if not np.all(np.isfinite(A)):
         raise ValueError("A must be finite.")
     live = np.flatnonzero(Z.any(axis=0))
