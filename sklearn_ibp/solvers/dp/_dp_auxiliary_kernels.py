@@ -44,8 +44,8 @@ from ._dp_gaussian_kernels import (
     destination_slot,
     draw_index,
     gaussian_log_density,
+    leave_next_row,
     release_slot,
-    row_status,
 )
 
 
@@ -57,20 +57,14 @@ def sweep_auxiliary_both(X, labels, order, counts, means, precisions, chols, hal
 
     ``aux_chols`` (m, D, D), ``aux_half_logdets`` (m,) and ``aux_index`` (m,) are scratch.
     """
-    N = order.shape[0]
-    cap = counts.shape[0]
     n_pool = pool_means.shape[0]
     log_aux = log_alpha - math.log(n_aux)
-    p = ctr[POS]
-    while p < N:
-        status = row_status(ctr, cap, n_aux, n_pool)
+    while ctr[POS] < order.shape[0]:
+        status, i, k_old, singleton = leave_next_row(order, labels, counts, ctr, n_aux,
+                                                     n_pool)
         if status != DONE:
             return status
-        i = order[p]
         x = X[i]
-        k_old = labels[i]
-        counts[k_old] -= 1
-        singleton = counts[k_old] == 0
         n_slots = ctr[N_SLOTS]
         active_log_weights(x, counts, means, chols, half_logdets, n_slots, log_weights)
         q = ctr[POOL_POS]
@@ -101,8 +95,7 @@ def sweep_auxiliary_both(X, labels, order, counts, means, precisions, chols, hal
                            pool_precisions[q], aux_chols[j], aux_half_logdets[j])
             labels[i] = slot
             counts[slot] = 1
-        p += 1
-        ctr[POS] = p
+        ctr[POS] += 1
     return DONE
 
 
@@ -140,9 +133,7 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
     (D, D) are scratch. A row that returns to its own cluster gets the cluster's factor
     back from ``backup`` rather than by an update.
     """
-    N = order.shape[0]
     D = X.shape[1]
-    cap = counts.shape[0]
     n_pool = pool_means.shape[0]
     log_aux = log_alpha - math.log(n_aux)
     base_half_logdet = 0.0
@@ -151,18 +142,14 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
     base_constant = _t_constant(gamma_table, beta, 0, D, 2.0 * base_half_logdet)
     v = work[0]
     scratch = work[1]
-    p = ctr[POS]
-    while p < N:
-        status = row_status(ctr, cap, n_aux, n_pool)
+    while ctr[POS] < order.shape[0]:
+        status, i, k_old, singleton = leave_next_row(order, labels, counts, ctr, n_aux,
+                                                     n_pool)
         if status != DONE:
             return status
-        i = order[p]
         x = X[i]
-        k_old = labels[i]
         _copy_matrix(w_chols[k_old], backup)
         backup_constant = log_constants[k_old]
-        counts[k_old] -= 1
-        singleton = counts[k_old] == 0
         if singleton:
             _copy_matrix(base_w_chol, w_chols[k_old])
             log_constants[k_old] = base_constant
@@ -195,8 +182,7 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
             _copy_matrix(backup, w_chols[k_old])
             log_constants[k_old] = backup_constant
             counts[k_old] += 1
-            p += 1
-            ctr[POS] = p
+            ctr[POS] += 1
             continue
         slot = destination_slot(c, n_slots, singleton, k_old, free, ctr)
         if c >= n_slots:
@@ -210,8 +196,7 @@ def sweep_auxiliary_mu(X, labels, order, counts, means, w_chols, log_constants, 
         counts[slot] += 1
         log_constants[slot] = _t_constant(gamma_table, beta, counts[slot], D, 2.0 * hld)
         labels[i] = slot
-        p += 1
-        ctr[POS] = p
+        ctr[POS] += 1
     return DONE
 
 
@@ -230,24 +215,18 @@ def sweep_auxiliary_s(X, labels, order, counts, precisions, precision_invs, sums
     ``aux_index`` (m,), ``work`` (4, D, D), ``y``, ``backup_mean`` (D,) and ``backup_chol``
     (D, D) are scratch.
     """
-    N = order.shape[0]
     D = X.shape[1]
-    cap = counts.shape[0]
     n_pool = pool_precisions.shape[0]
     log_aux = log_alpha - math.log(n_aux)
-    p = ctr[POS]
-    while p < N:
-        status = row_status(ctr, cap, n_aux, n_pool)
+    while ctr[POS] < order.shape[0]:
+        status, i, k_old, singleton = leave_next_row(order, labels, counts, ctr, n_aux,
+                                                     n_pool)
         if status != DONE:
             return status
-        i = order[p]
         x = X[i]
-        k_old = labels[i]
         _copy_vector(pred_means[k_old], backup_mean)
         _copy_matrix(pred_chols[k_old], backup_chol)
         backup_half_logdet = pred_half_logdets[k_old]
-        counts[k_old] -= 1
-        singleton = counts[k_old] == 0
         for d in range(D):
             sums[k_old, d] = sums[k_old, d] - x[d] if not singleton else 0.0
         pred_half_logdets[k_old] = predictive_given_precision(
@@ -286,8 +265,7 @@ def sweep_auxiliary_s(X, labels, order, counts, precisions, precision_invs, sums
             _copy_matrix(backup_chol, pred_chols[k_old])
             pred_half_logdets[k_old] = backup_half_logdet
             counts[k_old] += 1
-            p += 1
-            ctr[POS] = p
+            ctr[POS] += 1
             continue
         slot = destination_slot(c, n_slots, singleton, k_old, free, ctr)
         if c >= n_slots:
@@ -303,6 +281,5 @@ def sweep_auxiliary_s(X, labels, order, counts, precisions, precision_invs, sums
             precisions[slot], precision_invs[slot], counts[slot], sums[slot], R, R_xi,
             pred_means[slot], pred_chols[slot], work)
         labels[i] = slot
-        p += 1
-        ctr[POS] = p
+        ctr[POS] += 1
     return DONE

@@ -179,6 +179,23 @@ def row_status(ctr, capacity, pool_needed, n_pool):
 
 
 @njit(cache=True, inline="always")
+def leave_next_row(order, labels, counts, ctr, pool_needed, n_pool):
+    """The head of a row of Neal's (2000) Gibbs sweeps over the indicators: when the sweep
+    can take row ``i = order[ctr[POS]]`` (:func:`row_status`), take it out of its cluster
+    ``k_old = labels[i]`` (``counts[k_old]`` drops by one). Returns ``(status, i, k_old,
+    singleton)``, ``singleton`` when ``i`` was the cluster's only row; with a status other
+    than ``DONE`` nothing is changed (the sweep returns it and resumes at the same row).
+    The caller moves ``ctr[POS]`` on once the row is placed."""
+    status = row_status(ctr, counts.shape[0], pool_needed, n_pool)
+    if status != DONE:
+        return status, -1, -1, False
+    i = order[ctr[POS]]
+    k_old = labels[i]
+    counts[k_old] -= 1
+    return DONE, i, k_old, counts[k_old] == 0
+
+
+@njit(cache=True, inline="always")
 def destination_slot(c, n_slots, singleton, k_old, free, ctr):
     """The slot of a row that drew ``c`` and left slot ``k_old`` (``singleton``: it was
     the only row there): the existing cluster ``c < n_slots`` (the row's emptied slot is

@@ -5,15 +5,15 @@ from numba import njit
 
 from ._dp_gaussian_kernels import (
     DONE,
-    N_FREE,
     N_SLOTS,
-    NEED_CAPACITY,
     NEED_POSTERIOR,
+    POOL_POS,
     POS,
     ROW,
     SLOT,
     active_log_weights,
     draw_index,
+    leave_next_row,
     release_slot,
     take_slot,
 )
@@ -33,24 +33,20 @@ def sweep_gibbs_gaussian(X, labels, order, counts, means, chols, half_logdets, f
 
     Returns a status of :mod:`._dp_gaussian_kernels`.
     """
-    N = order.shape[0]
-    cap = counts.shape[0]
-    p = ctr[POS]
-    while p < N:
-        if ctr[N_FREE] == 0 and ctr[N_SLOTS] >= cap:
-            return NEED_CAPACITY
-        i = order[p]
+    while ctr[POS] < order.shape[0]:
+        # no prior draws: the pool check always passes
+        status, i, k_old, singleton = leave_next_row(order, labels, counts, ctr, 0,
+                                                     ctr[POOL_POS])
+        if status != DONE:
+            return status
         x = X[i]
-        k_old = labels[i]
-        counts[k_old] -= 1
-        if counts[k_old] == 0:
+        if singleton:
             release_slot(free, ctr, k_old)
         n_slots = ctr[N_SLOTS]
         active_log_weights(x, counts, means, chols, half_logdets, n_slots, log_weights)
         log_weights[n_slots] = log_alpha + log_prior_predictive[i]
         c = draw_index(log_weights, n_slots + 1, rng)
-        p += 1
-        ctr[POS] = p
+        ctr[POS] += 1
         if c < n_slots:
             labels[i] = c
             counts[c] += 1

@@ -17,7 +17,7 @@ from ._dp_gaussian_kernels import (
     copy_component,
     draw_index,
     gaussian_log_density,
-    row_status,
+    leave_next_row,
     take_slot,
 )
 
@@ -47,25 +47,17 @@ def sweep_no_gaps_gaussian(X, labels, order, counts, means, precisions, chols, h
 
     ``ctr[N_ACTIVE]`` holds ``K``. Returns a status of :mod:`._dp_gaussian_kernels`.
     """
-    N = order.shape[0]
-    cap = counts.shape[0]
     n_pool = pool_means.shape[0]
-    p = ctr[POS]
-    while p < N:
-        status = row_status(ctr, cap, 1, n_pool)
+    while ctr[POS] < order.shape[0]:
+        status, i, k_old, singleton = leave_next_row(order, labels, counts, ctr, 1, n_pool)
         if status != DONE:
             return status
-        i = order[p]
         x = X[i]
-        k_old = labels[i]
-        counts[k_old] -= 1
-        singleton = counts[k_old] == 0
         if singleton:
             k_minus = ctr[N_ACTIVE] - 1
             if rng.random() < k_minus / (k_minus + 1.0):
                 counts[k_old] = 1
-                p += 1
-                ctr[POS] = p
+                ctr[POS] += 1
                 continue
             candidate = k_old
             ctr[N_ACTIVE] -= 1
@@ -98,7 +90,6 @@ def sweep_no_gaps_gaussian(X, labels, order, counts, means, precisions, chols, h
             if singleton:
                 empties[ctr[N_EMPTY]] = k_old
                 ctr[N_EMPTY] += 1
-        p += 1
-        ctr[POS] = p
+        ctr[POS] += 1
     return DONE
 
