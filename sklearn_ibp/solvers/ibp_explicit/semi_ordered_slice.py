@@ -59,6 +59,7 @@ from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
+    check_explicit_likelihood,
     drop_empty_features,
     grow,
     new_explicit_state,
@@ -72,7 +73,7 @@ from ._semi_ordered_slice_kernels import (
     update_weighted_rows_and_drop_empty,
 )
 from ._slice_kernels import extend_sticks
-from .slice import check_alpha, check_likelihood, check_prior, initial_features
+from .slice import check_alpha, check_prior, initial_features
 
 __all__ = ["SemiOrderedSliceSampler", "active_weights"]
 
@@ -191,7 +192,7 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         ``p(W | X, Z, A)``. ``A=None`` draws ``A`` given ``Z`` as the design (weights 1),
         before the weights. Other likelihoods ignore ``Y``."""
         self._validate_params()
-        check_likelihood(self, likelihood)
+        check_explicit_likelihood(self, likelihood)
         alpha = check_alpha(alpha)
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2:

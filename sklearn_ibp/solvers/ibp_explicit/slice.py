@@ -33,6 +33,7 @@ from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
+    check_explicit_likelihood,
     check_start_features,
     grow,
     new_explicit_state,
@@ -66,16 +67,6 @@ def check_alpha(alpha) -> float:
     if not (np.isfinite(value) and value > 0.0):
         raise ValueError(f"alpha must be a positive finite number, got {alpha!r}.")
     return value
-
-
-def check_likelihood(solver, likelihood) -> None:
-    """``ValueError`` unless ``solver`` serves ``likelihood`` (by its ``name``)."""
-    name = getattr(likelihood, "name", None)
-    if name not in solver.likelihoods:
-        raise ValueError(
-            f"The {solver.name!r} solver serves the likelihoods {solver.likelihoods}, "
-            f"got {name!r}."
-        )
 
 
 def check_prior(prior) -> tuple[float, float]:
@@ -207,7 +198,7 @@ class SliceSampler(ExplicitFeatureSolver):
         ``X``, ``observed``, ``Z`` and ``A`` are not modified.
         """
         self._validate_params()
-        check_likelihood(self, likelihood)
+        check_explicit_likelihood(self, likelihood)
         alpha = check_alpha(alpha)
         X = np.ascontiguousarray(X, dtype=np.float64)
         if X.ndim != 2:
