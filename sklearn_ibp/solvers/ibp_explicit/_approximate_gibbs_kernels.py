@@ -20,7 +20,7 @@ from ...likelihoods._observation_kernels import (
     row_log_likelihood_shifted,
 )
 from .._draw_kernels import draw_binary, draw_from_log_weights, random_order
-from ._metropolis_kernels import compact_features, gibbs_shared_features
+from ._metropolis_kernels import compact_features, gibbs_shared_features, row_unique_features
 
 #: Up to this many auxiliary features the subset is drawn exactly from the 2^K_hat
 #: weights of eq. 4.39; beyond it by Gibbs scans over the auxiliary indicators.
@@ -82,11 +82,7 @@ def auxiliary_features_step(n, X, observed, Z, A, pred, counts, K, obs_kind, noi
     Returns ``(K, log_lik)``; replaced slots are left dead (``counts == 0``).
     """
     D = X.shape[1]
-    n_own = 0
-    for k in range(K):
-        if Z[n, k] == 1 and counts[k] == 1:
-            own[n_own] = k
-            n_own += 1
+    n_own = row_unique_features(Z, n, counts, K, own)
     n_aux = max(n_auxiliary, n_own)
     for d in range(D):
         base[d] = pred[n, d]
@@ -183,10 +179,7 @@ def approximate_gibbs_rows(start, row_order, X, observed, Z, A, pred, counts, K,
         random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):
         n = row_order[step]
-        n_own = 0
-        for k in range(K):
-            if Z[n, k] == 1 and counts[k] == 1:
-                n_own += 1
+        n_own = row_unique_features(Z, n, counts, K, own)
         if K + max(n_auxiliary, n_own) > cap:
             return K, step
         log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)

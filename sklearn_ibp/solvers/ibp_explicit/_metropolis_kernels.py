@@ -118,6 +118,18 @@ def flip_log_likelihood_delta(n, k, sign, X, observed, A, pred, obs_kind, noise,
 
 
 @njit(cache=True)
+def row_unique_features(Z, n, counts, K, own):
+    """The features of the first ``K`` that row ``n`` alone has (``z_nk = 1``,
+    ``m_k = 1``), in order, into ``own[:n_own]``. Returns ``n_own``."""
+    n_own = 0
+    for k in range(K):
+        if Z[n, k] == 1 and counts[k] == 1:
+            own[n_own] = k
+            n_own += 1
+    return n_own
+
+
+@njit(cache=True)
 def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
                          prior_kind, prior, rate, proposal_rate, k_max, proposal, log_lik,
                          own, order, rows, children, base, rng, allow_new=True):
@@ -150,11 +162,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     only the token holder creates features).
     """
     D = X.shape[1]
-    n_own = 0
-    for k in range(K):
-        if Z[n, k] == 1 and counts[k] == 1:
-            own[n_own] = k
-            n_own += 1
+    n_own = row_unique_features(Z, n, counts, K, own)
     if n_own > k_max:
         return K, log_lik
     n_new = truncated_poisson(proposal_rate, k_max, rng) if allow_new else 0
