@@ -30,6 +30,7 @@ import numpy as np
 from sklearn.base import BaseEstimator
 
 from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
+from .._feature_slot_kernels import compact_features
 
 __all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
 
@@ -119,6 +120,18 @@ def check_start_features(A, K, D):
     if A.shape != (K, D):
         raise ValueError(f"A must have shape ({K}, {D}) to match Z and X; got {A.shape}.")
     return A
+
+
+def start_counts_and_prediction(state: ExplicitFeatureState, K: int) -> None:
+    """The stats of a chain that keeps ``counts`` and ``pred``: the counts of the first
+    ``K`` columns of ``state.Z`` in ``state.stats["counts"]`` (int64, one a slot), the
+    live features compacted to the front (``state.n_features``) and a zero prediction
+    ``state.stats["pred"]`` (n_samples, n_dims) for the caller to fill."""
+    counts = np.zeros(state.Z.shape[1], dtype=np.int64)
+    counts[:K] = state.Z[:, :K].sum(axis=0)
+    state.stats["counts"] = counts
+    state.n_features = int(compact_features(state.Z, state.A, counts, K))
+    state.stats["pred"] = np.zeros(state.X.shape)
 
 
 def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFeatureState:

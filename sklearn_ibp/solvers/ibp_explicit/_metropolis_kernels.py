@@ -130,6 +130,15 @@ def row_unique_features(Z, n, counts, K, own):
 
 
 @njit(cache=True)
+def unique_move_buffers(cap, D):
+    """The work arrays of :func:`unique_features_move` for a state with ``cap`` slots on
+    ``D`` dimensions: ``(own, order, rows, children, base)``, ``rows`` and ``children``
+    those of a single row (no hierarchy)."""
+    return (np.empty(cap, dtype=np.int64), np.empty(cap, dtype=np.int64),
+            np.zeros(1, dtype=np.int64), np.ones(1, dtype=np.int64), np.empty((1, D)))
+
+
+@njit(cache=True)
 def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
                          prior_kind, prior, rate, proposal_rate, k_max, proposal, log_lik,
                          own, order, rows, children, base, rng, allow_new=True):
@@ -246,11 +255,7 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     """
     N, D = X.shape
     cap = Z.shape[1]
-    own = np.empty(cap, dtype=np.int64)
-    order = np.empty(cap, dtype=np.int64)
-    rows = np.zeros(1, dtype=np.int64)
-    children = np.ones(1, dtype=np.int64)
-    base = np.empty((1, D))
+    own, order, rows, children, base = unique_move_buffers(cap, D)
     if start == 0:
         random_order(N, row_order, rng)
     for step in range(start, row_order.shape[0]):

@@ -39,7 +39,7 @@ from .._feature_slot_kernels import (
     compact_values,
     sort_by_sticks,
 )
-from ._metropolis_kernels import unique_features_move
+from ._metropolis_kernels import unique_features_move, unique_move_buffers
 from ._slice_kernels import draw_level, extend_sticks, update_row_features
 
 
@@ -116,11 +116,7 @@ def unique_feature_rows(start, row_order, X, observed, Z, A, pred, counts, K, ob
     """
     D = X.shape[1]
     cap = Z.shape[1]
-    own = np.empty(cap, dtype=np.int64)
-    order = np.empty(cap, dtype=np.int64)
-    rows = np.zeros(1, dtype=np.int64)
-    children = np.ones(1, dtype=np.int64)
-    base = np.empty((1, D))
+    own, order, rows, children, base = unique_move_buffers(cap, D)
     if start == 0:
         random_order(row_order.shape[0], row_order, rng)
     for step in range(start, row_order.shape[0]):

@@ -45,6 +45,7 @@ from ._explicit_base import (
     check_explicit_likelihood,
     check_start_features,
     new_explicit_state,
+    start_counts_and_prediction,
 )
 from ._map_climb_kernels import climb_features, climb_rows, column_weights
 from ._metropolis_kernels import compact_features, refresh_prediction
@@ -173,11 +174,7 @@ class MapClimb(ExplicitFeatureSolver):
                              f"missing {missing}.")
         state = new_explicit_state(X, observed, Z, A, alpha, params,
                                    capacity=max(int(self.capacity), 2 * K + 8))
-        counts = np.zeros(state.Z.shape[1], dtype=np.int64)
-        counts[:K] = state.Z[:, :K].sum(axis=0)
-        state.stats["counts"] = counts
-        state.n_features = int(compact_features(state.Z, state.A, counts, K))
-        state.stats["pred"] = np.zeros((N, D))
+        start_counts_and_prediction(state, K)
         state.stats["weights"] = column_weights(N)
         state.stats["log_beta"] = _log_beta_table(N)
         if fill_A:

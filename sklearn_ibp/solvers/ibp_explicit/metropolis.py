@@ -24,6 +24,7 @@ from ._explicit_base import (
     check_start_features,
     grow,
     new_explicit_state,
+    start_counts_and_prediction,
 )
 from ._metropolis_kernels import (
     PROPOSE_DATA,
@@ -91,11 +92,7 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         A = check_start_features(A, K, D)
         state = new_explicit_state(X, observed, Z, A, alpha, params,
                                    capacity=2 * K + 2 * self._slots_needed() + 8)
-        counts = np.zeros(state.Z.shape[1], dtype=np.int64)
-        counts[:K] = state.Z[:, :K].sum(axis=0)
-        state.stats["counts"] = counts
-        state.n_features = int(compact_features(state.Z, state.A, counts, K))
-        state.stats["pred"] = np.zeros((N, D))
+        start_counts_and_prediction(state, K)
         refresh_prediction(state.Z, state.A, state.n_features, state.stats["pred"])
         return state
 
