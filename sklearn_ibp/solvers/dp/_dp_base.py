@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator
+
+from .._protocol import Solver
 
 __all__ = ["BaseDPSolver", "MixtureState", "relabel"]
 
@@ -73,7 +74,7 @@ def relabel(labels):
     return lookup[labels], old_of_new
 
 
-class BaseDPSolver(BaseEstimator):
+class BaseDPSolver(Solver):
     """Base class of the DP mixture samplers.
 
     Subclasses set ``name`` and ``bases`` (the names of the bases they can serve: a
@@ -81,7 +82,9 @@ class BaseDPSolver(BaseEstimator):
     :meth:`sweep`.
     """
 
+    model = "dp"
     name = "base"
+    context = "base"
     bases: tuple = ("conjugate", "conditionally_conjugate", "factor_analyzer")
 
     def initialize(self, X, labels, alpha, base, rng) -> MixtureState:  # pragma: no cover

@@ -34,12 +34,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
+from .._protocol import Solver
 from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
 from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
@@ -151,7 +151,7 @@ def _grow(state: EBAState, capacity: int) -> None:
     state.Z, state.W, state.counts, state.sticks = Z, W, counts, sticks
 
 
-class EBASliceSampler(BaseEstimator):
+class EBASliceSampler(Solver):
     """Slice sampler for the infinite elimination-by-aspects model (seed 002 sec. 4.5.2).
 
     ``Z`` by the semi-ordered stick-breaking slice sampler (Algorithm 16), the weights by
@@ -189,6 +189,7 @@ class EBASliceSampler(BaseEstimator):
         of the chain's ``n_iter``; unused when ``n_starts=1``).
     """
 
+    model = "eba"
     name = "slice"
 
     _parameter_constraints: dict = {

@@ -21,13 +21,13 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator
 
 from ...likelihoods.linear_gaussian import (
     log_marginal_likelihood_from_stats,
     sample_features_from_information,
 )
 from ...priors.ibp import harmonic_rate
+from .._protocol import Solver
 
 __all__ = ["BaseIBPSolver", "FeatureState"]
 
@@ -64,13 +64,14 @@ def with_capacity(Z, n_features, capacity):
     return out
 
 
-class BaseIBPSolver(BaseEstimator):
+class BaseIBPSolver(Solver):
     """Base class of the IBP samplers for the linear-Gaussian likelihood.
 
     Subclasses set ``name`` and ``likelihoods`` (the likelihood names they can serve)
     and implement :meth:`initialize` and :meth:`sweep`.
     """
 
+    model = "ibp"
     name = "base"
     likelihoods = ("gaussian",)
     # The estimator refuses missing data only if a solver sets this False.

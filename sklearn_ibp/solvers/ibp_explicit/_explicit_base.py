@@ -27,9 +27,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
+from .._protocol import Solver
 
 __all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
 
@@ -154,14 +154,19 @@ def drop_empty_features(state: ExplicitFeatureState) -> np.ndarray:
     return keep
 
 
-class ExplicitFeatureSolver(BaseEstimator):
+class ExplicitFeatureSolver(Solver):
     """Base class of the IBP samplers that keep ``A`` explicit.
 
     Subclasses set :attr:`name` and implement :meth:`initialize` and :meth:`sweep`; those
     that instantiate sticks override :meth:`sample_alpha`.
     """
 
+    model = "ibp"
     name = "explicit"
+    context = "likelihood"
+    explicit = True
+    # Missing entries are left out of the likelihood (``observed``).
+    handles_missing = True
     #: Likelihood names this solver can serve (see ``EXPLICIT_LIKELIHOODS``).
     likelihoods = EXPLICIT_LIKELIHOODS
     #: Whether the chain targets the exact posterior; approximate solvers say what they
