@@ -25,7 +25,13 @@ from ..likelihoods import (
 )
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, PARALLEL_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
+from ..solvers import (
+    Solver,
+    SolverNameOptions,
+    check_solver_model,
+    get_solver,
+    registered_solvers,
+)
 from ..solvers.ibp_explicit.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
@@ -48,18 +54,43 @@ LIKELIHOODS = {
     "exponential": ExponentialGaussian,
     "bernoulli": LeakyNoisyOr,
 }
-#: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
-ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS, **PARALLEL_SOLVERS}
+
+
+def __getattr__(name):
+    # Every solver class ``IBPFactorAnalysis(solver=...)`` accepts, by name (the registry's
+    # "ibp" entries; the data-parallel ones are imported on first use).
+    if name == "ALL_SOLVERS":
+        return registered_solvers("ibp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_solver(solver_or_class) -> bool:
+    """Whether a solver (object or class) implements the protocol (:class:`Solver`)."""
+    cls = solver_or_class if isinstance(solver_or_class, type) else type(solver_or_class)
+    return issubclass(cls, Solver)
 
 
 def _is_explicit(solver) -> bool:
-    """Whether ``solver`` keeps ``A`` explicit (the interface of ``ExplicitFeatureSolver``)."""
+    """Whether ``solver`` keeps ``A`` explicit: the protocol's flag; for a duck-typed
+    object, the interface of ``ExplicitFeatureSolver``."""
+    if _is_solver(solver):
+        return solver.explicit
     return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
 
 
 def _is_variational(solver) -> bool:
-    """Whether ``solver`` is a variational one (the interface of ``VariationalIBP``)."""
+    """Whether ``solver`` is a variational one: the protocol's flag; for a duck-typed
+    object, the interface of ``VariationalIBP``."""
+    if _is_solver(solver):
+        return solver.variational
     return all(callable(getattr(solver, m, None)) for m in VARIATIONAL_SOLVER_METHODS)
+
+
+def _flag(solver, name) -> bool:
+    """A capability flag of the protocol (False for a duck-typed object without it)."""
+    if _is_solver(solver):
+        return bool(getattr(solver, name))
+    return bool(getattr(solver, name, False))
 
 
 def _likelihood_class(likelihood: str, weights: str = "binary"):
@@ -160,7 +191,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Upper bound on the number of features (as ``n_components`` of
         :class:`~sklearn.mixture.BayesianGaussianMixture`): the IBP prior truncated to
         at most this many features. ``"auto"`` is the number of columns of ``X``. Only
-        solvers with ``bounds_features`` (``"accelerated"``) honour it; an integer with
+        solvers with ``can_bound_features`` (``"accelerated"``) honour it; an integer with
         another solver is refused, ``"auto"`` leaves it unbounded. None: no bound (the
         default; the user guide has the measurements that chose it).
     solver : str or solver object, default="accelerated"
@@ -290,7 +321,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # Every method the sampling loop calls, so an incomplete solver object is refused
         # up front with a message naming ``solver`` rather than failing mid-fit.
         "solver": [
-            StrOptions(set(ALL_SOLVERS)),
+            SolverNameOptions("ibp"),
             HasMethods(list(SOLVER_METHODS)),
             HasMethods(list(EXPLICIT_SOLVER_METHODS)),
             HasMethods(list(VARIATIONAL_SOLVER_METHODS)),
@@ -337,12 +368,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     # -- fitting ------------------------------------------------------------------------
     #: The solvers ``solver`` names (a subclass with other solvers sets its own).
-    _solvers = ALL_SOLVERS
+    #: The model whose solvers this estimator takes (the registry's key).
+    _solver_model = "ibp"
 
     def _new_solver(self):
-        """A new solver: the registered one ``solver`` names, or a copy of the object."""
+        """A new solver: the registered one ``solver`` names, or a copy of the object (of
+        this estimator's model)."""
         if isinstance(self.solver, str):
-            return self._solvers[self.solver]()
+            return get_solver(self._solver_model, self.solver)()
+        check_solver_model(self.solver, self._solver_model, type(self).__name__)
         # safe=False: a duck-typed solver without get_params is deep-copied, so the
         # user's object is never mutated by a fit.
         return clone(self.solver, safe=False)
@@ -356,7 +390,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"model); got likelihood={self.likelihood!r}."
             )
         if not _serves(solver, self.likelihood, self._weights):
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
                              if _serves(cls, self.likelihood, self._weights))
             with_weights = "" if self._weights == "binary" else f" with weights={self._weights!r}"
             raise ValueError(
@@ -364,8 +398,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"{with_weights}; solvers that can: {servers}."
             )
         if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if not (_is_explicit(cls) or _is_variational(cls)))
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
+                             if not (cls.explicit or cls.variational))
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
                 f"that integrate A out, {servers}; solver={name!r} needs beta=1."
@@ -398,8 +432,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         solver = self._solver
         name = getattr(solver, "name", type(solver).__name__)
-        wanted = self._solvers.get(self.solver) if isinstance(self.solver, str) else type(
-            self.solver)
+        wanted = (get_solver(self._solver_model, self.solver) if isinstance(self.solver, str)
+                  else type(self.solver))
         if wanted is not type(solver):
             raise ValueError(
                 f"warm_start=True continues the chains with the solver that drew them "
@@ -462,7 +496,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # and adds them as the data support them; the others start from a draw of the
         # prior. A random start's features mix shapes that single-entry updates are slow
         # to take apart (the user guide's measurements).
-        empty_start = bool(getattr(solver, "starts_empty", False))
+        empty_start = _flag(solver, "starts_empty")
 
         def init_Z(rng):
             if empty_start:
@@ -511,15 +545,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         that cannot honour it.
         """
         bound = getattr(self, "max_features", None)
-        can_bound = getattr(solver, "bounds_features", False)
+        can_bound = _flag(solver, "can_bound_features")
         if bound is None:
             return None
         if isinstance(bound, str):  # "auto"
             return int(n_columns) if can_bound else None
         if not can_bound:
             name = getattr(solver, "name", type(solver).__name__)
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if getattr(cls, "bounds_features", False))
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
+                             if cls.can_bound_features)
             raise ValueError(
                 f"max_features={bound!r} needs a solver that can bound the number of "
                 f"features, {servers}; solver={name!r} cannot. Use max_features=None."
