@@ -330,13 +330,14 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         return state
 
     def _iterate(self, solver, state, rng, missing):
+        # The base lives in the chain's state (each chain updates its own copy).
         solver.sweep(state, state.base, rng)
-        if self.sample_hyperparameters:
-            params = solver.cluster_parameters(state, state.base, rng)
-            state.base.update_hyperparameters(params, rng)
-            solver.set_hyperparameters(state, state.base)
-            if self.sample_alpha:
-                state.alpha = solver.sample_alpha(state, rng)
+        solver.update_state(state, state.base, rng, missing=missing,
+                            **self._update_options())
+
+    def _update_options(self):
+        return {"sample_hyperparameters": self.sample_hyperparameters,
+                "sample_alpha": self.sample_alpha}
 
     def _log_joint(self, solver, state) -> float:
         """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters

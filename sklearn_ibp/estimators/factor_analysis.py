@@ -16,7 +16,13 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler, _chain_seeds, document_loop_parameters, warn_no_features
+from ..base import (
+    TRACE_NAMES,
+    BaseIBPSampler,
+    _chain_seeds,
+    document_loop_parameters,
+    warn_no_features,
+)
 from ..likelihoods import (
     ExponentialGaussian,
     LeakyNoisyOr,
@@ -24,8 +30,9 @@ from ..likelihoods import (
     RealWeightedGaussian,
 )
 from ..likelihoods.linear_gaussian import feature_posterior
-from ..priors.ibp import as_random_source, sample_ibp
+from ..priors.ibp import as_random_source, ibp_log_prob, sample_ibp
 from ..solvers import (
+    DuckTypedSolver,
     Solver,
     SolverNameOptions,
     check_solver_model,
@@ -379,7 +386,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         check_solver_model(self.solver, self._solver_model, type(self).__name__)
         # safe=False: a duck-typed solver without get_params is deep-copied, so the
         # user's object is never mutated by a fit.
-        return clone(self.solver, safe=False)
+        solver = clone(self.solver, safe=False)
+        if not (_is_solver(solver) or _is_explicit(solver) or _is_variational(solver)):
+            # An object with the collapsed solvers' methods only: the protocol's other
+            # methods come from an adapter.
+            solver = DuckTypedSolver(solver)
+        return solver
 
     def _resolve_solver(self):
         solver = self._new_solver()
@@ -434,16 +446,18 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         name = getattr(solver, "name", type(solver).__name__)
         wanted = (get_solver(self._solver_model, self.solver) if isinstance(self.solver, str)
                   else type(self.solver))
-        if wanted is not type(solver):
+        # A duck-typed object is the one inside its adapter.
+        inner = solver.solver if isinstance(solver, DuckTypedSolver) else solver
+        if wanted is not type(inner):
             raise ValueError(
                 f"warm_start=True continues the chains with the solver that drew them "
                 f"({name!r}); got solver={self.solver!r}. Set warm_start=False to start "
                 "new chains with another solver."
             )
         if not isinstance(self.solver, str) and hasattr(self.solver, "get_params"):
-            solver.set_params(**self.solver.get_params(deep=False))
-            if hasattr(solver, "_validate_params"):
-                solver._validate_params()
+            inner.set_params(**self.solver.get_params(deep=False))
+            if hasattr(inner, "_validate_params"):
+                inner._validate_params()
         return solver
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -604,6 +618,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     # -- the loop's hooks for the solvers that keep A explicit --------------------------
     @property
     def _trace_names(self):
+        if not self._explicit():
+            return TRACE_NAMES
         return ("log_joint", "n_features", "alpha") + tuple(
             _likelihood_class(self.likelihood, self._weights).parameter_names
         )
@@ -622,7 +638,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     def _trace_values(self, state, log_joint):
         if not self._explicit():
-            return super()._trace_values(state, log_joint)
+            return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
         params = tuple(float(state.params[name]) for name in
                        self._explicit_likelihood.parameter_names)
         return (log_joint, state.n_features, state.alpha) + params
@@ -637,33 +653,50 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         A = lik.sample_features(X, observed, Z, A, params, rng)
         return solver.initialize(X, observed, Z, A, hyper["alpha"], params, lik, rng)
 
-    def _iterate(self, solver, state, rng, missing):
-        """One sweep; then, with ``sample_hyperparameters``, ``alpha`` and the
-        likelihood's parameters from their conditionals (a solver may supply its own
-        ``sample_parameters(state, likelihood, rng)``, e.g. to keep auxiliary chains in
-        step)."""
+    def _solver_context(self):
+        # The solvers that keep A explicit take the likelihood object.
+        return (self._explicit_likelihood,) if self._explicit() else ()
+
+    def _update_options(self):
+        options = super()._update_options()
         if not self._explicit():
-            return super()._iterate(solver, state, rng, missing)
-        lik = self._explicit_likelihood
-        solver.sweep(state, lik, rng)
-        if self.sample_hyperparameters:
-            if hasattr(solver, "sample_parameters"):
-                solver.sample_parameters(state, lik, rng)
-            else:
-                state.params = lik.sample_parameters(
-                    state.X, state.observed, state.active_Z, state.active_A, state.params,
-                    rng,
-                )
-            solver.sample_alpha(state, rng, (1.0, 1.0))
+            options["precision_prior_rate"] = self._precision_prior_rate()
+        return options
 
     def _log_joint(self, solver, state) -> float:
         if not self._explicit():
-            return super()._log_joint(solver, state)
+            return self._log_prior(state) + solver.log_likelihood(state)
         return solver.log_joint(state, self._explicit_likelihood)
+
+    def _log_prior(self, state) -> float:
+        """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
+        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
+
+    def _precision_prior_rate(self) -> float:
+        """Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and ``1 / sigma_a^2``.
+
+        A fit sets ``_prior_variance`` to the mean square of the data it models, so the
+        priors have mean precision ``1 / v``: Gamma(1, 1) in the data's own units. Scaling
+        ``X`` by ``c`` scales ``v``, the residuals and ``A`` by ``c^2``, and every draw of
+        ``sigma_x`` and ``sigma_a`` by ``c``: the posterior over ``Z`` does not change.
+        With Gamma(1, 1) in absolute units, data with standard deviation 0.05 met a noise
+        prior of mean 1, which explained everything as noise (no features at all).
+        Unset (an estimator used outside ``fit``) it is 1, the prior of Doshi-Velez 2009,
+        sec. 5.1.
+        """
+        return float(getattr(self, "_prior_variance", 1.0))
 
     def _snapshot(self, state, chain, log_joint):
         if not self._explicit():
-            return super()._snapshot(state, chain, log_joint)
+            # Its live Z (int8) and scalar values.
+            return {
+                "Z": state.active_Z.copy(),
+                "alpha": state.alpha,
+                "sigma_x": state.sigma_x,
+                "sigma_a": state.sigma_a,
+                "log_joint": float(log_joint),
+                "chain": chain,
+            }
         sample = {
             "Z": state.active_Z.copy(),
             "A": state.active_A.copy(),

@@ -249,10 +249,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                                  unique_aspects=self.unique_aspects,
                                  weight_shape=a)
 
-    def _iterate(self, solver, state, rng, missing):
-        solver.sweep(state, rng)
-        if self.sample_alpha:
-            solver.sample_alpha(state, rng)
+    def _update_options(self):
+        # sample_alpha plays the part of sample_hyperparameters.
+        return {"sample_hyperparameters": self.sample_alpha}
 
     def _log_joint(self, solver, state) -> float:
         return solver.log_joint(state)

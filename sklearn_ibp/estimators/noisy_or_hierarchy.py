@@ -283,11 +283,12 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         solver.convert(state, upper=self.upper, link=self.link)
         return state
 
-    def _iterate(self, solver, state, rng, missing):
-        solver.sweep(state, self._likelihood, rng)
-        if self.sample_hyperparameters:
-            solver.sample_hyperparameters(state, self._likelihood, rng,
-                                          hold=_HELD_PARAMETERS.get(self.likelihood_, ()))
+    def _solver_context(self):
+        return (self._likelihood,)
+
+    def _update_options(self):
+        return {"sample_hyperparameters": self.sample_hyperparameters,
+                "hold": _HELD_PARAMETERS.get(self.likelihood_, ())}
 
     def _log_joint(self, solver, state) -> float:
         return solver.log_joint(state, self._likelihood)

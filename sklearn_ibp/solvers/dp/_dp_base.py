@@ -114,5 +114,17 @@ class BaseDPSolver(Solver):
 
         return sample_alpha_posterior_crp(state.alpha, state.n_clusters, state.X.shape[0], rng)
 
+    def update_state(self, state: MixtureState, base, rng, *, sample_hyperparameters=True,
+                     missing=None, sample_alpha=True) -> None:
+        """With ``sample_hyperparameters``, the base's hyperparameters given a draw of the
+        cluster parameters, then (with ``sample_alpha``) ``alpha``; ``missing`` is not
+        used (the DP mixtures take complete data)."""
+        if sample_hyperparameters:
+            params = self.cluster_parameters(state, base, rng)
+            base.update_hyperparameters(params, rng)
+            self.set_hyperparameters(state, base)
+            if sample_alpha:
+                state.alpha = self.sample_alpha(state, rng)
+
     def set_hyperparameters(self, state: MixtureState, base) -> None:
         """Refresh whatever depends on the base's hyperparameters (after they changed)."""

@@ -365,6 +365,13 @@ class EBASliceSampler(Solver):
         state.alpha = sample_alpha_conditional(state.n_features, state.harmonic, rng,
                                                prior_shape=shape, prior_rate=rate)
 
+    def update_state(self, state: EBAState, rng, *, sample_hyperparameters=True,
+                     missing=None) -> None:
+        """With ``sample_hyperparameters`` (the estimator's ``sample_alpha``), ``alpha``
+        from its conditional (:meth:`sample_alpha`); ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_alpha(state, rng)
+
     def log_likelihood(self, state: EBAState) -> float:
         """``log p(X | Z, w, u)`` of the individual comparisons (eq. 4.65 without the
         binomial coefficients)."""

@@ -597,6 +597,14 @@ class HierarchyGibbs(Solver):
             state.q = _sample_q(state, rng)
 
     # -- the joint ----------------------------------------------------------------------
+    def update_state(self, state: HierarchyState, likelihood, rng, *,
+                     sample_hyperparameters=True, missing=None, hold=()) -> None:
+        """With ``sample_hyperparameters``, :meth:`sample_hyperparameters` holding the
+        likelihood parameters named in ``hold``; missing entries are left out of the
+        likelihood (``state.observed``), so ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_hyperparameters(state, likelihood, rng, hold=hold)
+
     @staticmethod
     def log_joint(state: HierarchyState, likelihood) -> float:
         """``log p(C, M, Z, A, X)`` at the current hyperparameters."""

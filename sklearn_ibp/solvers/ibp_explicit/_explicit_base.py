@@ -188,6 +188,23 @@ class ExplicitFeatureSolver(Solver):
             state.n_features, state.X.shape[0], rng, prior_shape=prior[0], prior_rate=prior[1]
         )
 
+    def update_state(self, state: ExplicitFeatureState, likelihood, rng, *,
+                     sample_hyperparameters=True, missing=None) -> None:
+        """With ``sample_hyperparameters``, the likelihood's parameters
+        (:meth:`sample_parameters`) and then ``alpha`` (:meth:`sample_alpha`) from their
+        conditionals. Missing entries are left out of the likelihood (``state.observed``),
+        so ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_parameters(state, likelihood, rng)
+            self.sample_alpha(state, rng, (1.0, 1.0))
+
+    def sample_parameters(self, state: ExplicitFeatureState, likelihood, rng) -> None:
+        """The likelihood's parameters from their conditional given ``Z`` and ``A``; a
+        solver overrides it to keep auxiliary chains in step."""
+        state.params = likelihood.sample_parameters(
+            state.X, state.observed, state.active_Z, state.active_A, state.params, rng,
+        )
+
     def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:
         """``log p(X, [Z], A | alpha, params)`` of the live state."""
         Z, A = state.active_Z, state.active_A
