@@ -16,14 +16,12 @@ from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from scipy.stats import poisson
 from sklearn.base import BaseEstimator
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
 from .exceptions import NoFeaturesWarning, SamplingInterruptedWarning, SamplingStoppedError
-from .priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 
 __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
            "SamplingStoppedError", "TRACE_NAMES"]
@@ -293,9 +291,8 @@ class BaseIBPSampler(BaseEstimator):
             )
         finally:
             blas_limit.restore_original_limits()
-            if hasattr(solver, "close"):
-                # Threads, or a LocalCluster the solver started for this fit.
-                solver.close()
+            # Threads, or a LocalCluster the solver started for this fit.
+            solver.close()
             if bar is not None:
                 bar.close()
         if not samples:
@@ -329,10 +326,9 @@ class BaseIBPSampler(BaseEstimator):
         rng = chain["rng"]
         for it in range(self.n_iter):
             if guard is not None:
-                # A solver whose sweep only ever replaces the state's arrays (never writes
-                # into them) can offer a cheap ``checkpoint``; otherwise a deep copy.
-                checkpoint = getattr(solver, "checkpoint", copy.deepcopy)
-                guard[0] = (c, checkpoint(chain["state"]))
+                # A deep copy, or something cheaper from a solver whose sweep only ever
+                # replaces the state's arrays (never writes into them).
+                guard[0] = (c, solver.checkpoint(chain["state"]))
             state = chain["state"]
             self._iterate(solver, state, rng, missing)
             if guard is not None:
@@ -387,99 +383,41 @@ class BaseIBPSampler(BaseEstimator):
                 bar.set_postfix(chains_done=c + 1)
 
     def _iterate(self, solver, state, rng, missing):
-        """One sweep of the solver, then hyperparameters and missing entries given ``A``.
+        """One iteration of a chain: the solver's sweep, then its :meth:`update_state`
+        (hyperparameters and missing entries), each with the estimator's context and
+        options (see :meth:`_solver_context` and :meth:`_update_options`)."""
+        context = self._solver_context()
+        solver.sweep(state, *context, rng)
+        solver.update_state(state, *context, rng, missing=missing, **self._update_options())
 
-        ``sigma_x``, ``sigma_a`` and the missing entries of ``X`` are drawn given a draw of
-        ``A ~ p(A | Z, X)``, which is then forgotten. Drawing ``A`` and then a variable
-        given ``A`` leaves the joint of ``Z`` and that variable invariant, so this is valid
-        for the collapsed solvers too.
-        """
-        solver.sweep(state, rng)
-        if not (self.sample_hyperparameters or missing is not None):
-            return
-        A = solver.sample_features(state, rng)
-        Z = state.active_Z.astype(float)
-        N, D = state.X.shape
-        K = state.n_features
-        if self.sample_hyperparameters:
-            # Doshi-Velez 2009, sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions, the
-            # precisions' in units of the data: Gamma(1, v) with v the mean square of the
-            # modelled data (1 until a fit sets it), so that a fit does not depend on the
-            # units of X (see _prior_variance).
-            v = self._precision_prior_rate()
-            rate = (
-                solver.alpha_rate(state) if hasattr(solver, "alpha_rate")
-                else harmonic_rate(N, state.beta)
-            )
-            alpha = sample_alpha_conditional(K, rate, rng)
-            bound = getattr(state, "stats", {}).get("max_features")
-            if bound is not None:
-                # Under the IBP truncated to at most ``bound`` features, p(Z | alpha)
-                # gains the factor 1 / P(Poisson(alpha rate) <= bound): an independence
-                # Metropolis-Hastings step with the untruncated conditional as proposal.
-                log_ratio = (poisson.logcdf(bound, state.alpha * rate)
-                             - poisson.logcdf(bound, alpha * rate))
-                if np.log(rng.random()) >= log_ratio:
-                    alpha = state.alpha
-            if hasattr(solver, "residual_sum_of_squares"):
-                # A data-parallel solver sums it over its shards.
-                rss = solver.residual_sum_of_squares(state, A)
-            else:
-                rss = np.sum((state.X - Z @ A) ** 2)
-            precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (v + 0.5 * rss))
-            precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (v + 0.5 * np.sum(A**2)))
-            solver.set_hyperparameters(
-                state, alpha, 1.0 / np.sqrt(precision_x), 1.0 / np.sqrt(precision_a)
-            )
-        if missing is not None and hasattr(solver, "impute_missing"):
-            solver.impute_missing(state, A, missing, rng)
-        elif missing is not None:
-            X = state.X.copy()
-            draw = Z @ A + state.sigma_x * rng.standard_normal(X.shape)
-            X[missing] = draw[missing]
-            solver.set_data(state, X)
+    def _solver_context(self) -> tuple:
+        """The observation model the solver's methods take between ``state`` and ``rng``
+        (its :attr:`~sklearn_ibp.solvers.Solver.context`): none by default."""
+        return ()
 
-    def _precision_prior_rate(self) -> float:
-        """Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and ``1 / sigma_a^2``.
+    def _update_options(self) -> dict:
+        """Keyword arguments of the solver's ``update_state`` besides ``missing``."""
+        return {"sample_hyperparameters": self.sample_hyperparameters}
 
-        A fit sets ``_prior_variance`` to the mean square of the data it models, so the
-        priors have mean precision ``1 / v``: Gamma(1, 1) in the data's own units. Scaling
-        ``X`` by ``c`` scales ``v``, the residuals and ``A`` by ``c^2``, and every draw of
-        ``sigma_x`` and ``sigma_a`` by ``c``: the posterior over ``Z`` does not change.
-        With Gamma(1, 1) in absolute units, data with standard deviation 0.05 met a noise
-        prior of mean 1, which explained everything as noise (no features at all).
-        Unset (an estimator used outside ``fit``) it is 1, the prior of Doshi-Velez 2009, sec. 5.1.
-        """
-        return float(getattr(self, "_prior_variance", 1.0))
+    # -- hooks of the estimator's model --------------------------------------------------
+    #: The scalar traces recorded at every iteration: their names (see _trace_values).
+    _trace_names: tuple = ()
 
-    # The scalar traces of every iteration: names, and their values for a state.
-    _trace_names = TRACE_NAMES
-
-    def _trace_values(self, state, log_joint):
-        return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
+    def _trace_values(self, state, log_joint):  # pragma: no cover - abstract
+        """The values of :attr:`_trace_names` for a state."""
+        raise NotImplementedError
 
     def _initialize_chain(self, solver, X, hyper, init, rng):
         """A new chain's state; ``init(rng)`` draws its starting point."""
         return solver.initialize(X, init(rng), hyper, rng)
 
-    def _log_joint(self, solver, state) -> float:
+    def _log_joint(self, solver, state) -> float:  # pragma: no cover - abstract
         """Log joint probability of the state (the trace ``log_joint``)."""
-        return self._log_prior(state) + solver.log_likelihood(state)
+        raise NotImplementedError
 
-    def _log_prior(self, state) -> float:
-        """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
-        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
-
-    def _snapshot(self, state, chain, log_joint):
-        """What is kept of a state: its live ``Z`` (int8) and scalar values."""
-        return {
-            "Z": state.active_Z.copy(),
-            "alpha": state.alpha,
-            "sigma_x": state.sigma_x,
-            "sigma_a": state.sigma_a,
-            "log_joint": float(log_joint),
-            "chain": chain,
-        }
+    def _snapshot(self, state, chain, log_joint):  # pragma: no cover - abstract
+        """What is kept of a state as a sample (a dict with ``log_joint`` and ``chain``)."""
+        raise NotImplementedError
 
     def convergence_summary(self, burn_in=None):
         """Post-burn-in mean, sd, ESS, R-hat and hairiness of every scalar trace.

@@ -18,7 +18,7 @@ from ..priors.ddibp import (
     pairwise_distances_for_ddibp,
 )
 from ..priors.ibp import as_random_source
-from ..solvers import DDIBP_SOLVERS
+from ..solvers import SolverNameOptions
 from .factor_analysis import SOLVER_METHODS, IBPFactorAnalysis, _check_missing_pattern
 
 __all__ = ["DistanceDependentIBP"]
@@ -119,7 +119,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         "covariate_columns": ["array-like", None],
         "sequential": ["boolean"],
         "max_features": [Interval(Integral, 1, None, closed="left"), None],
-        "solver": [StrOptions(set(DDIBP_SOLVERS)), HasMethods(list(DDIBP_SOLVER_METHODS))],
+        "solver": [SolverNameOptions("ddibp"), HasMethods(list(DDIBP_SOLVER_METHODS))],
     }
 
     def __init__(
@@ -163,7 +163,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
     # IBPFactorAnalysis reads these; the dd-IBP has no stickiness.
     beta = 1.0
     likelihood = "gaussian"
-    _solvers = DDIBP_SOLVERS
+    _solver_model = "ddibp"
 
     def _resolve_solver(self):
         solver = self._new_solver()

@@ -17,7 +17,7 @@ from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
 from ..likelihoods.normal_wishart import NormalWishartBase
 from ..priors.crp import crp_log_prob
 from ..priors.ibp import as_random_source
-from ..solvers import DP_SOLVERS
+from ..solvers import SolverNameOptions, check_solver_model, get_solver
 from ..solvers.dp._dp_base import relabel
 from ..solvers.dp._dp_partition import partition_point_estimate
 
@@ -147,7 +147,7 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
                  HasMethods(["sample_prior", "log_likelihood", "sample_posterior"])],
         "component": [StrOptions({"gaussian", "factor_analyzer"})],
         "n_factors": [Interval(Integral, 1, None, closed="left"), None],
-        "solver": [StrOptions({"auto", *DP_SOLVERS}), HasMethods(["initialize", "sweep"])],
+        "solver": [SolverNameOptions("dp", extra={"auto"}), HasMethods(["initialize", "sweep"])],
         "init": [StrOptions({"auto", "single", "kmeans"})],
         "point_estimate": [StrOptions({"vi", "binder", "best_sample"})],
         "sample_alpha": ["boolean"],
@@ -213,8 +213,9 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         if isinstance(solver, str):
             if solver == "auto":
                 solver = "split_merge" if getattr(base, "conjugate", False) else "auxiliary"
-            solver = DP_SOLVERS[solver]()
+            solver = get_solver("dp", solver)()
         else:
+            check_solver_model(solver, "dp", type(self).__name__)
             solver = copy.deepcopy(solver)
         name = self._base_name(base)
         served = getattr(solver, "bases", None)
@@ -329,13 +330,14 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         return state
 
     def _iterate(self, solver, state, rng, missing):
+        # The base lives in the chain's state (each chain updates its own copy).
         solver.sweep(state, state.base, rng)
-        if self.sample_hyperparameters:
-            params = solver.cluster_parameters(state, state.base, rng)
-            state.base.update_hyperparameters(params, rng)
-            solver.set_hyperparameters(state, state.base)
-            if self.sample_alpha:
-                state.alpha = solver.sample_alpha(state, rng)
+        solver.update_state(state, state.base, rng, missing=missing,
+                            **self._update_options())
+
+    def _update_options(self):
+        return {"sample_hyperparameters": self.sample_hyperparameters,
+                "sample_alpha": self.sample_alpha}
 
     def _log_joint(self, solver, state) -> float:
         """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters

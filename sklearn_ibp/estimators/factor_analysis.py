@@ -16,7 +16,13 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
-from ..base import BaseIBPSampler, _chain_seeds, document_loop_parameters, warn_no_features
+from ..base import (
+    TRACE_NAMES,
+    BaseIBPSampler,
+    _chain_seeds,
+    document_loop_parameters,
+    warn_no_features,
+)
 from ..likelihoods import (
     ExponentialGaussian,
     LeakyNoisyOr,
@@ -24,8 +30,15 @@ from ..likelihoods import (
     RealWeightedGaussian,
 )
 from ..likelihoods.linear_gaussian import feature_posterior
-from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, PARALLEL_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
+from ..priors.ibp import as_random_source, ibp_log_prob, sample_ibp
+from ..solvers import (
+    DuckTypedSolver,
+    Solver,
+    SolverNameOptions,
+    check_solver_model,
+    get_solver,
+    registered_solvers,
+)
 from ..solvers.ibp_explicit.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
@@ -48,18 +61,43 @@ LIKELIHOODS = {
     "exponential": ExponentialGaussian,
     "bernoulli": LeakyNoisyOr,
 }
-#: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
-ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS, **PARALLEL_SOLVERS}
+
+
+def __getattr__(name):
+    # Every solver class ``IBPFactorAnalysis(solver=...)`` accepts, by name (the registry's
+    # "ibp" entries; the data-parallel ones are imported on first use).
+    if name == "ALL_SOLVERS":
+        return registered_solvers("ibp")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _is_solver(solver_or_class) -> bool:
+    """Whether a solver (object or class) implements the protocol (:class:`Solver`)."""
+    cls = solver_or_class if isinstance(solver_or_class, type) else type(solver_or_class)
+    return issubclass(cls, Solver)
 
 
 def _is_explicit(solver) -> bool:
-    """Whether ``solver`` keeps ``A`` explicit (the interface of ``ExplicitFeatureSolver``)."""
+    """Whether ``solver`` keeps ``A`` explicit: the protocol's flag; for a duck-typed
+    object, the interface of ``ExplicitFeatureSolver``."""
+    if _is_solver(solver):
+        return solver.explicit
     return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
 
 
 def _is_variational(solver) -> bool:
-    """Whether ``solver`` is a variational one (the interface of ``VariationalIBP``)."""
+    """Whether ``solver`` is a variational one: the protocol's flag; for a duck-typed
+    object, the interface of ``VariationalIBP``."""
+    if _is_solver(solver):
+        return solver.variational
     return all(callable(getattr(solver, m, None)) for m in VARIATIONAL_SOLVER_METHODS)
+
+
+def _flag(solver, name) -> bool:
+    """A capability flag of the protocol (False for a duck-typed object without it)."""
+    if _is_solver(solver):
+        return bool(getattr(solver, name))
+    return bool(getattr(solver, name, False))
 
 
 def _likelihood_class(likelihood: str, weights: str = "binary"):
@@ -160,7 +198,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Upper bound on the number of features (as ``n_components`` of
         :class:`~sklearn.mixture.BayesianGaussianMixture`): the IBP prior truncated to
         at most this many features. ``"auto"`` is the number of columns of ``X``. Only
-        solvers with ``bounds_features`` (``"accelerated"``) honour it; an integer with
+        solvers with ``can_bound_features`` (``"accelerated"``) honour it; an integer with
         another solver is refused, ``"auto"`` leaves it unbounded. None: no bound (the
         default; the user guide has the measurements that chose it).
     solver : str or solver object, default="accelerated"
@@ -290,7 +328,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # Every method the sampling loop calls, so an incomplete solver object is refused
         # up front with a message naming ``solver`` rather than failing mid-fit.
         "solver": [
-            StrOptions(set(ALL_SOLVERS)),
+            SolverNameOptions("ibp"),
             HasMethods(list(SOLVER_METHODS)),
             HasMethods(list(EXPLICIT_SOLVER_METHODS)),
             HasMethods(list(VARIATIONAL_SOLVER_METHODS)),
@@ -337,15 +375,23 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     # -- fitting ------------------------------------------------------------------------
     #: The solvers ``solver`` names (a subclass with other solvers sets its own).
-    _solvers = ALL_SOLVERS
+    #: The model whose solvers this estimator takes (the registry's key).
+    _solver_model = "ibp"
 
     def _new_solver(self):
-        """A new solver: the registered one ``solver`` names, or a copy of the object."""
+        """A new solver: the registered one ``solver`` names, or a copy of the object (of
+        this estimator's model)."""
         if isinstance(self.solver, str):
-            return self._solvers[self.solver]()
+            return get_solver(self._solver_model, self.solver)()
+        check_solver_model(self.solver, self._solver_model, type(self).__name__)
         # safe=False: a duck-typed solver without get_params is deep-copied, so the
         # user's object is never mutated by a fit.
-        return clone(self.solver, safe=False)
+        solver = clone(self.solver, safe=False)
+        if not (_is_solver(solver) or _is_explicit(solver) or _is_variational(solver)):
+            # An object with the collapsed solvers' methods only: the protocol's other
+            # methods come from an adapter.
+            solver = DuckTypedSolver(solver)
+        return solver
 
     def _resolve_solver(self):
         solver = self._new_solver()
@@ -356,7 +402,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"model); got likelihood={self.likelihood!r}."
             )
         if not _serves(solver, self.likelihood, self._weights):
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
                              if _serves(cls, self.likelihood, self._weights))
             with_weights = "" if self._weights == "binary" else f" with weights={self._weights!r}"
             raise ValueError(
@@ -364,8 +410,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"{with_weights}; solvers that can: {servers}."
             )
         if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if not (_is_explicit(cls) or _is_variational(cls)))
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
+                             if not (cls.explicit or cls.variational))
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
                 f"that integrate A out, {servers}; solver={name!r} needs beta=1."
@@ -398,18 +444,20 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         solver = self._solver
         name = getattr(solver, "name", type(solver).__name__)
-        wanted = self._solvers.get(self.solver) if isinstance(self.solver, str) else type(
-            self.solver)
-        if wanted is not type(solver):
+        wanted = (get_solver(self._solver_model, self.solver) if isinstance(self.solver, str)
+                  else type(self.solver))
+        # A duck-typed object is the one inside its adapter.
+        inner = solver.solver if isinstance(solver, DuckTypedSolver) else solver
+        if wanted is not type(inner):
             raise ValueError(
                 f"warm_start=True continues the chains with the solver that drew them "
                 f"({name!r}); got solver={self.solver!r}. Set warm_start=False to start "
                 "new chains with another solver."
             )
         if not isinstance(self.solver, str) and hasattr(self.solver, "get_params"):
-            solver.set_params(**self.solver.get_params(deep=False))
-            if hasattr(solver, "_validate_params"):
-                solver._validate_params()
+            inner.set_params(**self.solver.get_params(deep=False))
+            if hasattr(inner, "_validate_params"):
+                inner._validate_params()
         return solver
 
     @_fit_context(prefer_skip_nested_validation=True)
@@ -462,7 +510,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # and adds them as the data support them; the others start from a draw of the
         # prior. A random start's features mix shapes that single-entry updates are slow
         # to take apart (the user guide's measurements).
-        empty_start = bool(getattr(solver, "starts_empty", False))
+        empty_start = _flag(solver, "starts_empty")
 
         def init_Z(rng):
             if empty_start:
@@ -511,15 +559,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         that cannot honour it.
         """
         bound = getattr(self, "max_features", None)
-        can_bound = getattr(solver, "bounds_features", False)
+        can_bound = _flag(solver, "can_bound_features")
         if bound is None:
             return None
         if isinstance(bound, str):  # "auto"
             return int(n_columns) if can_bound else None
         if not can_bound:
             name = getattr(solver, "name", type(solver).__name__)
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if getattr(cls, "bounds_features", False))
+            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
+                             if cls.can_bound_features)
             raise ValueError(
                 f"max_features={bound!r} needs a solver that can bound the number of "
                 f"features, {servers}; solver={name!r} cannot. Use max_features=None."
@@ -570,6 +618,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     # -- the loop's hooks for the solvers that keep A explicit --------------------------
     @property
     def _trace_names(self):
+        if not self._explicit():
+            return TRACE_NAMES
         return ("log_joint", "n_features", "alpha") + tuple(
             _likelihood_class(self.likelihood, self._weights).parameter_names
         )
@@ -588,7 +638,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     def _trace_values(self, state, log_joint):
         if not self._explicit():
-            return super()._trace_values(state, log_joint)
+            return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
         params = tuple(float(state.params[name]) for name in
                        self._explicit_likelihood.parameter_names)
         return (log_joint, state.n_features, state.alpha) + params
@@ -603,33 +653,50 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         A = lik.sample_features(X, observed, Z, A, params, rng)
         return solver.initialize(X, observed, Z, A, hyper["alpha"], params, lik, rng)
 
-    def _iterate(self, solver, state, rng, missing):
-        """One sweep; then, with ``sample_hyperparameters``, ``alpha`` and the
-        likelihood's parameters from their conditionals (a solver may supply its own
-        ``sample_parameters(state, likelihood, rng)``, e.g. to keep auxiliary chains in
-        step)."""
+    def _solver_context(self):
+        # The solvers that keep A explicit take the likelihood object.
+        return (self._explicit_likelihood,) if self._explicit() else ()
+
+    def _update_options(self):
+        options = super()._update_options()
         if not self._explicit():
-            return super()._iterate(solver, state, rng, missing)
-        lik = self._explicit_likelihood
-        solver.sweep(state, lik, rng)
-        if self.sample_hyperparameters:
-            if hasattr(solver, "sample_parameters"):
-                solver.sample_parameters(state, lik, rng)
-            else:
-                state.params = lik.sample_parameters(
-                    state.X, state.observed, state.active_Z, state.active_A, state.params,
-                    rng,
-                )
-            solver.sample_alpha(state, rng, (1.0, 1.0))
+            options["precision_prior_rate"] = self._precision_prior_rate()
+        return options
 
     def _log_joint(self, solver, state) -> float:
         if not self._explicit():
-            return super()._log_joint(solver, state)
+            return self._log_prior(state) + solver.log_likelihood(state)
         return solver.log_joint(state, self._explicit_likelihood)
+
+    def _log_prior(self, state) -> float:
+        """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
+        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
+
+    def _precision_prior_rate(self) -> float:
+        """Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and ``1 / sigma_a^2``.
+
+        A fit sets ``_prior_variance`` to the mean square of the data it models, so the
+        priors have mean precision ``1 / v``: Gamma(1, 1) in the data's own units. Scaling
+        ``X`` by ``c`` scales ``v``, the residuals and ``A`` by ``c^2``, and every draw of
+        ``sigma_x`` and ``sigma_a`` by ``c``: the posterior over ``Z`` does not change.
+        With Gamma(1, 1) in absolute units, data with standard deviation 0.05 met a noise
+        prior of mean 1, which explained everything as noise (no features at all).
+        Unset (an estimator used outside ``fit``) it is 1, the prior of Doshi-Velez 2009,
+        sec. 5.1.
+        """
+        return float(getattr(self, "_prior_variance", 1.0))
 
     def _snapshot(self, state, chain, log_joint):
         if not self._explicit():
-            return super()._snapshot(state, chain, log_joint)
+            # Its live Z (int8) and scalar values.
+            return {
+                "Z": state.active_Z.copy(),
+                "alpha": state.alpha,
+                "sigma_x": state.sigma_x,
+                "sigma_a": state.sigma_a,
+                "log_joint": float(log_joint),
+                "chain": chain,
+            }
         sample = {
             "Z": state.active_Z.copy(),
             "A": state.active_A.copy(),

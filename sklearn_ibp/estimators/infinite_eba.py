@@ -7,7 +7,7 @@ from numbers import Integral, Real
 
 import numpy as np
 from sklearn.base import ClassifierMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import HasMethods, Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, document_loop_parameters
@@ -19,12 +19,14 @@ from ..likelihoods.choice import (
     win_counts_from_pairs,
 )
 from ..priors.ibp import sample_ibp
-from ..solvers.eba import EBASliceSampler
+from ..solvers import EBA_SOLVERS as _EBA_SOLVERS
+from ..solvers import SolverNameOptions, check_solver_model, get_solver
 
 __all__ = ["InfiniteEBA"]
 
 #: Solver names accepted by ``InfiniteEBA(solver=...)``.
-EBA_SOLVERS = {"slice": EBASliceSampler}
+#: Kept for compatibility: the registry's "eba" entries (``solvers.EBA_SOLVERS``).
+EBA_SOLVERS = _EBA_SOLVERS
 
 
 #: The docstring entry of ``sample_alpha`` (the loop parameters' entries are shared,
@@ -167,7 +169,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         "weight_shape": [Interval(Real, 0, None, closed="neither")],
         "n_alternatives": [Interval(Integral, 2, None, closed="left"), None],
         "unique_aspects": ["boolean"],
-        "solver": [StrOptions(set(EBA_SOLVERS)), HasMethods(["initialize", "sweep"])],
+        "solver": [SolverNameOptions("eba"), HasMethods(["initialize", "sweep"])],
         "sample_alpha": ["boolean"],
     }
 
@@ -212,7 +214,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     # -- the sampling loop's hooks -------------------------------------------------------
     def _resolve_solver(self):
         if isinstance(self.solver, str):
-            return EBA_SOLVERS[self.solver]()
+            return get_solver("eba", self.solver)()
+        check_solver_model(self.solver, "eba", type(self).__name__)
         return clone(self.solver)
 
     _trace_names = ("log_joint", "log_likelihood", "n_features", "alpha", "acceptance",
@@ -246,10 +249,9 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
                                  unique_aspects=self.unique_aspects,
                                  weight_shape=a)
 
-    def _iterate(self, solver, state, rng, missing):
-        solver.sweep(state, rng)
-        if self.sample_alpha:
-            solver.sample_alpha(state, rng)
+    def _update_options(self):
+        # sample_alpha plays the part of sample_hyperparameters.
+        return {"sample_hyperparameters": self.sample_alpha}
 
     def _log_joint(self, solver, state) -> float:
         return solver.log_joint(state)

@@ -13,6 +13,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
+from ..solvers import SolverNameOptions, check_solver_model, get_solver
 from ..solvers.hierarchy import HierarchyGibbs
 from .factor_analysis import _check_missing_pattern
 
@@ -205,7 +206,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         "alpha_categories": [Interval(Real, 0, None, closed="neither")],
         "alpha_features": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"})],
-        "solver": [StrOptions({"gibbs"}), HasMethods(["sweep_structure", "sample_features"])],
+        "solver": [SolverNameOptions("hierarchy"),
+                   HasMethods(["sweep_structure", "sample_features"])],
         "init_iter": [Interval(Integral, 0, None, closed="left")],
     }
 
@@ -250,7 +252,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     # -- fitting ------------------------------------------------------------------------
     def _resolve_solver(self):
         if isinstance(self.solver, str):
-            return HierarchyGibbs()
+            return get_solver("hierarchy", self.solver)()
+        check_solver_model(self.solver, "hierarchy", type(self).__name__)
         return clone(self.solver)
 
     @property
@@ -280,11 +283,12 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         solver.convert(state, upper=self.upper, link=self.link)
         return state
 
-    def _iterate(self, solver, state, rng, missing):
-        solver.sweep(state, self._likelihood, rng)
-        if self.sample_hyperparameters:
-            solver.sample_hyperparameters(state, self._likelihood, rng,
-                                          hold=_HELD_PARAMETERS.get(self.likelihood_, ()))
+    def _solver_context(self):
+        return (self._likelihood,)
+
+    def _update_options(self):
+        return {"sample_hyperparameters": self.sample_hyperparameters,
+                "hold": _HELD_PARAMETERS.get(self.likelihood_, ())}
 
     def _log_joint(self, solver, state) -> float:
         return solver.log_joint(state, self._likelihood)

@@ -20,7 +20,18 @@ The data-parallel solvers live in :mod:`sklearn_ibp.distributed`; this registry 
 as ``PARALLEL_SOLVERS`` (imported on first use).
 """
 
-from . import _moved
+from . import _moved, _protocol
+from ._protocol import (
+    MODELS,
+    Solver,
+    SolverNameOptions,
+    _register_lazy,
+    check_solver_model,
+    get_solver,
+    register_solver,
+    registered_solvers,
+    solver_names,
+)
 from .ddibp import DistanceDependentGibbs
 from .dp import (
     AuxiliaryDP,
@@ -35,11 +46,13 @@ from .dp import (
     SplitMergeDP,
     TruncatedDP,
 )
+from .eba import EBASliceSampler
 from .hierarchy import HierarchyGibbs, HierarchyState
 from .ibp import (
     AcceleratedGibbs,
     BaseIBPSolver,
     CollapsedGibbs,
+    DuckTypedSolver,
     FeatureState,
     SemiCollapsedGibbs,
     UncollapsedGibbs,
@@ -60,50 +73,50 @@ from .variational import FiniteVariationalIBP, VariationalIBP
 
 _moved.install()
 
-#: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
-SOLVERS = {
-    "accelerated": AcceleratedGibbs,
-    "collapsed": CollapsedGibbs,
-    "uncollapsed": UncollapsedGibbs,
-    "semi_collapsed": SemiCollapsedGibbs,
-}
+# The registry, keyed by model and name (see _protocol.py): one line per solver.
+for _cls in (
+    AcceleratedGibbs, CollapsedGibbs, UncollapsedGibbs, SemiCollapsedGibbs,
+    SliceSampler, SemiOrderedSliceSampler, TruncatedGibbs, ApproximateGibbs, MetropolisGibbs,
+    ParticleFilter, ParallelTempering, MapClimb,
+    VariationalIBP, FiniteVariationalIBP,
+    CollapsedDPGibbs, SplitMergeDP, GibbsDP, AuxiliaryDP, NoGapsDP, MetropolisDP, SliceDP,
+    TruncatedDP, RetrospectiveDP,
+    HierarchyGibbs,
+    EBASliceSampler,
+):
+    register_solver(_cls)
+# DistanceDependentIBP's solver= has always called it "gibbs" (its .name is the
+# package-wide "ddibp_gibbs").
+register_solver(DistanceDependentGibbs, name="gibbs")
+# The data-parallel solvers import the solvers: imported on first look-up.
+_register_lazy("ibp", "parallel_accelerated",
+               "sklearn_ibp.distributed.parallel_accelerated:ParallelAccelerated")
+_register_lazy("ibp", "parallel_noisy_or",
+               "sklearn_ibp.distributed.parallel_noisy_or:ParallelNoisyOr")
+del _cls
 
+
+def _view(model, keep):
+    """One of the former per-family dicts: the registry's entries of a family."""
+    return {name: cls for name, cls in _protocol._REGISTRY[model].items() if keep(cls)}
+
+
+# The per-family dicts of earlier releases, kept for compatibility (views of the
+# registry, made once): use get_solver(model, name) and solver_names(model).
+#: Solver names accepted by ``IBPFactorAnalysis(solver=...)`` that integrate ``A`` out.
+SOLVERS = _view("ibp", lambda cls: not (cls.explicit or cls.variational))
 #: The IBP samplers that keep ``A`` explicit and serve any explicit-feature likelihood
-#: (linear-Gaussian, exponential-Gaussian, binary; seed 002 sec. 4.2, Algorithms 12-16).
-EXPLICIT_SOLVERS = {
-    "slice": SliceSampler,
-    "semi_ordered_slice": SemiOrderedSliceSampler,
-    "truncated_gibbs": TruncatedGibbs,
-    "approximate_gibbs": ApproximateGibbs,
-    "metropolis": MetropolisGibbs,
-    "particle": ParticleFilter,
-    "tempering": ParallelTempering,
-    "map": MapClimb,
-}
-
-#: Mean-field variational inference for the linear-Gaussian model (seed 000 ch. 6).
-VARIATIONAL_SOLVERS = {
-    "variational": VariationalIBP,
-    "finite_variational": FiniteVariationalIBP,
-}
-
+#: (linear-Gaussian, exponential-Gaussian, binary; Doshi-Velez 2009, sec. 4.2).
+EXPLICIT_SOLVERS = _view("ibp", lambda cls: cls.explicit)
+#: Mean-field variational inference for the linear-Gaussian model (Doshi-Velez 2009, ch. 6).
+VARIATIONAL_SOLVERS = _view("ibp", lambda cls: cls.variational)
 #: Solver names accepted by ``DPMixture(solver=...)``.
-DP_SOLVERS = {
-    "collapsed": CollapsedDPGibbs,
-    "split_merge": SplitMergeDP,
-    "gibbs": GibbsDP,
-    "auxiliary": AuxiliaryDP,
-    "no_gaps": NoGapsDP,
-    "metropolis": MetropolisDP,
-    "slice": SliceDP,
-    "truncated": TruncatedDP,
-    "retrospective": RetrospectiveDP,
-}
-
+DP_SOLVERS = _view("dp", lambda cls: True)
 #: Solver names accepted by ``DistanceDependentIBP(solver=...)``.
-DDIBP_SOLVERS = {
-    "gibbs": DistanceDependentGibbs,
-}
+DDIBP_SOLVERS = _view("ddibp", lambda cls: True)
+#: Solver names accepted by ``InfiniteEBA(solver=...)``.
+EBA_SOLVERS = _view("eba", lambda cls: True)
+
 
 def __getattr__(name):
     # The parallel solvers import the solvers, so they are imported on first use; the
@@ -118,6 +131,16 @@ def __getattr__(name):
 
 
 __all__ = [
+    "MODELS",
+    "Solver",
+    "SolverNameOptions",
+    "check_solver_model",
+    "get_solver",
+    "register_solver",
+    "registered_solvers",
+    "solver_names",
+    "EBA_SOLVERS",
+    "EBASliceSampler",
     "DDIBP_SOLVERS",
     "DP_SOLVERS",
     "PARALLEL_SOLVERS",
@@ -148,6 +171,7 @@ __all__ = [
     "AcceleratedGibbs",
     "BaseIBPSolver",
     "CollapsedGibbs",
+    "DuckTypedSolver",
     "DistanceDependentGibbs",
     "FeatureState",
     "HierarchyGibbs",

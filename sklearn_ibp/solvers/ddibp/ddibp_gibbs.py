@@ -67,6 +67,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
         same number of sweeps, see doc/distance_dependent.rst).
     """
 
+    model = "ddibp"
     name = "ddibp_gibbs"
     _parameter_constraints: dict = {
         "own_weight": [Interval(Real, 0, 1, closed="left")],

@@ -25,7 +25,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator
+
+from .._protocol import Solver
 
 __all__ = ["BaseDPSolver", "MixtureState", "relabel"]
 
@@ -73,7 +74,7 @@ def relabel(labels):
     return lookup[labels], old_of_new
 
 
-class BaseDPSolver(BaseEstimator):
+class BaseDPSolver(Solver):
     """Base class of the DP mixture samplers.
 
     Subclasses set ``name`` and ``bases`` (the names of the bases they can serve: a
@@ -81,7 +82,9 @@ class BaseDPSolver(BaseEstimator):
     :meth:`sweep`.
     """
 
+    model = "dp"
     name = "base"
+    context = "base"
     bases: tuple = ("conjugate", "conditionally_conjugate", "factor_analyzer")
 
     def initialize(self, X, labels, alpha, base, rng) -> MixtureState:  # pragma: no cover
@@ -110,6 +113,18 @@ class BaseDPSolver(BaseEstimator):
         from ...priors.crp import sample_alpha_posterior_crp
 
         return sample_alpha_posterior_crp(state.alpha, state.n_clusters, state.X.shape[0], rng)
+
+    def update_state(self, state: MixtureState, base, rng, *, sample_hyperparameters=True,
+                     missing=None, sample_alpha=True) -> None:
+        """With ``sample_hyperparameters``, the base's hyperparameters given a draw of the
+        cluster parameters, then (with ``sample_alpha``) ``alpha``; ``missing`` is not
+        used (the DP mixtures take complete data)."""
+        if sample_hyperparameters:
+            params = self.cluster_parameters(state, base, rng)
+            base.update_hyperparameters(params, rng)
+            self.set_hyperparameters(state, base)
+            if sample_alpha:
+                state.alpha = self.sample_alpha(state, rng)
 
     def set_hyperparameters(self, state: MixtureState, base) -> None:
         """Refresh whatever depends on the base's hyperparameters (after they changed)."""

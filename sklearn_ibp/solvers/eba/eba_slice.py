@@ -34,12 +34,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
+from .._protocol import Solver
 from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
 from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
@@ -151,7 +151,7 @@ def _grow(state: EBAState, capacity: int) -> None:
     state.Z, state.W, state.counts, state.sticks = Z, W, counts, sticks
 
 
-class EBASliceSampler(BaseEstimator):
+class EBASliceSampler(Solver):
     """Slice sampler for the infinite elimination-by-aspects model (seed 002 sec. 4.5.2).
 
     ``Z`` by the semi-ordered stick-breaking slice sampler (Algorithm 16), the weights by
@@ -189,6 +189,7 @@ class EBASliceSampler(BaseEstimator):
         of the chain's ``n_iter``; unused when ``n_starts=1``).
     """
 
+    model = "eba"
     name = "slice"
 
     _parameter_constraints: dict = {
@@ -363,6 +364,13 @@ class EBASliceSampler(BaseEstimator):
         shape, rate = prior
         state.alpha = sample_alpha_conditional(state.n_features, state.harmonic, rng,
                                                prior_shape=shape, prior_rate=rate)
+
+    def update_state(self, state: EBAState, rng, *, sample_hyperparameters=True,
+                     missing=None) -> None:
+        """With ``sample_hyperparameters`` (the estimator's ``sample_alpha``), ``alpha``
+        from its conditional (:meth:`sample_alpha`); ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_alpha(state, rng)
 
     def log_likelihood(self, state: EBAState) -> float:
         """``log p(X | Z, w, u)`` of the individual comparisons (eq. 4.65 without the

@@ -26,12 +26,12 @@ from numbers import Integral
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
 from ..._slice import slice_sample
 from ...priors.crp import sample_alpha_posterior_crp
 from ...priors.ibp import sample_alpha_posterior
+from .._protocol import Solver
 from . import _hierarchy_kernels as kernels
 
 __all__ = ["HierarchyGibbs", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
@@ -87,7 +87,7 @@ class HierarchyState:
 MERGE_SPLIT_ATTEMPTS = 8
 
 
-class HierarchyGibbs(BaseEstimator):
+class HierarchyGibbs(Solver):
     """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (seed 000 sec. 7.2).
 
     Parameters
@@ -113,6 +113,13 @@ class HierarchyGibbs(BaseEstimator):
         :meth:`merge_split_features`): the move that frees a chain from a shape learnt
         twice, once for each group of categories.
     """
+
+    model = "hierarchy"
+    name = "gibbs"
+    context = "likelihood"
+    explicit = True
+    # Missing entries are left out of the likelihood (``observed``).
+    handles_missing = True
 
     _parameter_constraints: dict = {
         "n_auxiliary": [Interval(Integral, 1, None, closed="left")],
@@ -179,6 +186,9 @@ class HierarchyGibbs(BaseEstimator):
         _refresh_prediction(state)
         HierarchyGibbs.compact(state)
         return state
+
+    #: The protocol's name for :meth:`new_state`.
+    initialize = new_state
 
     @staticmethod
     def compact(state: HierarchyState) -> None:
@@ -587,6 +597,14 @@ class HierarchyGibbs(BaseEstimator):
             state.q = _sample_q(state, rng)
 
     # -- the joint ----------------------------------------------------------------------
+    def update_state(self, state: HierarchyState, likelihood, rng, *,
+                     sample_hyperparameters=True, missing=None, hold=()) -> None:
+        """With ``sample_hyperparameters``, :meth:`sample_hyperparameters` holding the
+        likelihood parameters named in ``hold``; missing entries are left out of the
+        likelihood (``state.observed``), so ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_hyperparameters(state, likelihood, rng, hold=hold)
+
     @staticmethod
     def log_joint(state: HierarchyState, likelihood) -> float:
         """``log p(C, M, Z, A, X)`` at the current hyperparameters."""

@@ -21,15 +21,17 @@ from dataclasses import dataclass, field
 
 import numpy as np
 from scipy.special import gammaln
-from sklearn.base import BaseEstimator
+from scipy.stats import poisson
 
 from ...likelihoods.linear_gaussian import (
     log_marginal_likelihood_from_stats,
     sample_features_from_information,
 )
-from ...priors.ibp import harmonic_rate
+from ...priors.ibp import harmonic_rate, sample_alpha_conditional
+from .._protocol import Solver
 
-__all__ = ["BaseIBPSolver", "FeatureState"]
+__all__ = [
+    "DuckTypedSolver","BaseIBPSolver", "FeatureState"]
 
 
 @dataclass
@@ -64,13 +66,14 @@ def with_capacity(Z, n_features, capacity):
     return out
 
 
-class BaseIBPSolver(BaseEstimator):
+class BaseIBPSolver(Solver):
     """Base class of the IBP samplers for the linear-Gaussian likelihood.
 
     Subclasses set ``name`` and ``likelihoods`` (the likelihood names they can serve)
     and implement :meth:`initialize` and :meth:`sweep`.
     """
 
+    model = "ibp"
     name = "base"
     likelihoods = ("gaussian",)
     # The estimator refuses missing data only if a solver sets this False.
@@ -129,6 +132,71 @@ class BaseIBPSolver(BaseEstimator):
         sx2 = state.sigma_x**2
         precision = gram / sx2 + np.eye(gram.shape[0]) / state.sigma_a**2
         return sample_features_from_information(precision, cross / sx2, rng)
+
+    def update_state(self, state: FeatureState, rng, *, sample_hyperparameters=True,
+                     missing=None, precision_prior_rate=1.0) -> None:
+        """Hyperparameters and missing entries of ``X`` given a draw of ``A``.
+
+        ``sigma_x``, ``sigma_a`` and the missing entries of ``X`` are drawn given a draw
+        of ``A ~ p(A | Z, X)``, which is then forgotten. Drawing ``A`` and then a variable
+        given ``A`` leaves the joint of ``Z`` and that variable invariant, so this is
+        valid for the collapsed solvers too.
+
+        Parameters
+        ----------
+        state : FeatureState
+        rng : numpy.random.Generator
+        sample_hyperparameters : bool, default=True
+            Draw ``alpha``, ``sigma_x`` and ``sigma_a`` from their conditionals.
+        missing : ndarray of bool or None, default=None
+            Where ``X`` is missing: those entries are redrawn.
+        precision_prior_rate : float, default=1.0
+            Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and
+            ``1 / sigma_a^2`` (the estimator's, in units of the data).
+        """
+        if not (sample_hyperparameters or missing is not None):
+            return
+        A = self.sample_features(state, rng)
+        if sample_hyperparameters:
+            self._sample_hyperparameters(state, A, rng, precision_prior_rate)
+        if missing is not None:
+            self.impute_missing(state, A, missing, rng)
+
+    def _sample_hyperparameters(self, state, A, rng, v) -> None:
+        # Doshi-Velez 2009, sec. 5.1: Gamma(1, 1) priors on alpha and on both precisions,
+        # the precisions' in units of the data: Gamma(1, v) with v the mean square of the
+        # modelled data, so that a fit does not depend on the units of X.
+        N, D = state.X.shape
+        K = state.n_features
+        rate = self.alpha_rate(state)
+        alpha = sample_alpha_conditional(K, rate, rng)
+        bound = state.stats.get("max_features")
+        if bound is not None:
+            # Under the IBP truncated to at most ``bound`` features, p(Z | alpha) gains
+            # the factor 1 / P(Poisson(alpha rate) <= bound): an independence
+            # Metropolis-Hastings step with the untruncated conditional as proposal.
+            log_ratio = (poisson.logcdf(bound, state.alpha * rate)
+                         - poisson.logcdf(bound, alpha * rate))
+            if np.log(rng.random()) >= log_ratio:
+                alpha = state.alpha
+        rss = self.residual_sum_of_squares(state, A)
+        precision_x = rng.gamma(1.0 + 0.5 * N * D, 1.0 / (v + 0.5 * rss))
+        precision_a = rng.gamma(1.0 + 0.5 * K * D, 1.0 / (v + 0.5 * np.sum(A**2)))
+        self.set_hyperparameters(
+            state, alpha, 1.0 / np.sqrt(precision_x), 1.0 / np.sqrt(precision_a)
+        )
+
+    def residual_sum_of_squares(self, state: FeatureState, A) -> float:
+        """``||X - Z A||^2`` over the live features (a data-parallel solver sums it over
+        its shards)."""
+        return np.sum((state.X - state.active_Z.astype(float) @ A) ** 2)
+
+    def impute_missing(self, state: FeatureState, A, missing, rng) -> None:
+        """Redraw the ``missing`` entries of ``X`` from ``p(X | Z, A, sigma_x)``."""
+        X = state.X.copy()
+        draw = state.active_Z.astype(float) @ A + state.sigma_x * rng.standard_normal(X.shape)
+        X[missing] = draw[missing]
+        self.set_data(state, X)
 
     def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
         """Change the hyperparameters and refresh what depends on them."""
@@ -216,3 +284,73 @@ class BaseIBPSolver(BaseEstimator):
 
     def _compact_stats(self, state, idx) -> None:
         """Reorder the solver's per-feature statistics after :meth:`compact`."""
+
+
+class DuckTypedSolver(BaseIBPSolver):
+    """The protocol around an object that has only the methods of a collapsed IBP solver.
+
+    ``IBPFactorAnalysis(solver=obj)`` accepts any object with ``initialize``, ``sweep``,
+    ``log_likelihood``, ``sample_features``, ``set_hyperparameters`` and ``set_data`` (the
+    methods of :class:`BaseIBPSolver`); the estimator wraps one that does not subclass
+    :class:`~sklearn_ibp.solvers.Solver` in this adapter, which delegates to it and adds
+    what it lacks (``alpha_rate``, ``update_state``, ``checkpoint``, ...) from
+    :class:`BaseIBPSolver`.
+
+    Parameters
+    ----------
+    solver : object
+        The wrapped object.
+    """
+
+    name = "duck_typed"
+    _parameter_constraints: dict = {"solver": "no_validation"}
+
+    def __init__(self, solver):
+        self.solver = solver
+
+    @property
+    def starts_empty(self) -> bool:
+        return bool(getattr(self.solver, "starts_empty", False))
+
+    @property
+    def likelihoods(self):
+        return getattr(self.solver, "likelihoods", ("gaussian",))
+
+    def _delegate(self, method, default, *args):
+        own = getattr(self.solver, method, None)
+        return own(*args) if callable(own) else default(*args)
+
+    def initialize(self, X, Z, hyper, rng):
+        return self.solver.initialize(X, Z, hyper, rng)
+
+    def sweep(self, state, rng):
+        self.solver.sweep(state, rng)
+
+    def log_likelihood(self, state):
+        return self.solver.log_likelihood(state)
+
+    def sample_features(self, state, rng):
+        return self.solver.sample_features(state, rng)
+
+    def set_hyperparameters(self, state, alpha, sigma_x, sigma_a):
+        self.solver.set_hyperparameters(state, alpha, sigma_x, sigma_a)
+
+    def set_data(self, state, X):
+        self.solver.set_data(state, X)
+
+    def alpha_rate(self, state):
+        return self._delegate("alpha_rate", super().alpha_rate, state)
+
+    def residual_sum_of_squares(self, state, A):
+        return self._delegate("residual_sum_of_squares", super().residual_sum_of_squares,
+                              state, A)
+
+    def impute_missing(self, state, A, missing, rng):
+        return self._delegate("impute_missing", super().impute_missing, state, A, missing,
+                              rng)
+
+    def checkpoint(self, state):
+        return self._delegate("checkpoint", super().checkpoint, state)
+
+    def close(self):
+        return self._delegate("close", super().close)

@@ -74,7 +74,7 @@ class AcceleratedGibbs(BaseIBPSolver):
         self.complement = complement
 
     #: The estimator may bound the number of features (``max_features``) of this solver.
-    bounds_features = True
+    can_bound_features = True
 
     @property
     def starts_empty(self) -> bool:

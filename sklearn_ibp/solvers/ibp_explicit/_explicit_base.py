@@ -27,10 +27,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from sklearn.base import BaseEstimator
 
 from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
 from .._feature_slot_kernels import compact_features
+from .._protocol import Solver
 
 __all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
 
@@ -188,14 +188,19 @@ def drop_empty_features(state: ExplicitFeatureState) -> np.ndarray:
     return keep
 
 
-class ExplicitFeatureSolver(BaseEstimator):
+class ExplicitFeatureSolver(Solver):
     """Base class of the IBP samplers that keep ``A`` explicit.
 
     Subclasses set :attr:`name` and implement :meth:`initialize` and :meth:`sweep`; those
     that instantiate sticks override :meth:`sample_alpha`.
     """
 
+    model = "ibp"
     name = "explicit"
+    context = "likelihood"
+    explicit = True
+    # Missing entries are left out of the likelihood (``observed``).
+    handles_missing = True
     #: Likelihood names this solver can serve (see ``EXPLICIT_LIKELIHOODS``).
     likelihoods = EXPLICIT_LIKELIHOODS
     #: Whether the chain targets the exact posterior; approximate solvers say what they
@@ -215,6 +220,23 @@ class ExplicitFeatureSolver(BaseEstimator):
         override it with the conditional given their sticks."""
         state.alpha = sample_alpha_posterior(
             state.n_features, state.X.shape[0], rng, prior_shape=prior[0], prior_rate=prior[1]
+        )
+
+    def update_state(self, state: ExplicitFeatureState, likelihood, rng, *,
+                     sample_hyperparameters=True, missing=None) -> None:
+        """With ``sample_hyperparameters``, the likelihood's parameters
+        (:meth:`sample_parameters`) and then ``alpha`` (:meth:`sample_alpha`) from their
+        conditionals. Missing entries are left out of the likelihood (``state.observed``),
+        so ``missing`` is not used."""
+        if sample_hyperparameters:
+            self.sample_parameters(state, likelihood, rng)
+            self.sample_alpha(state, rng, (1.0, 1.0))
+
+    def sample_parameters(self, state: ExplicitFeatureState, likelihood, rng) -> None:
+        """The likelihood's parameters from their conditional given ``Z`` and ``A``; a
+        solver overrides it to keep auxiliary chains in step."""
+        state.params = likelihood.sample_parameters(
+            state.X, state.observed, state.active_Z, state.active_A, state.params, rng,
         )
 
     def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:

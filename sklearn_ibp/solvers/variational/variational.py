@@ -34,10 +34,10 @@ from numbers import Integral, Real
 import numpy as np
 from scipy.optimize import minimize
 from scipy.special import betaln, digamma, expit, gammaln, logsumexp, polygamma, zeta
-from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval, StrOptions, validate_params
 
 from ...priors.ibp import smallest_truncation
+from .._protocol import Solver
 from ._variational_kernels import update_assignments, update_features
 
 __all__ = [
@@ -208,7 +208,7 @@ def taylor_bound_gradient(tau, weights, n_terms=50):
 # -- the solvers ---------------------------------------------------------------------------
 
 
-class VariationalIBP(BaseEstimator):
+class VariationalIBP(Solver):
     """Infinite stick-breaking mean-field variational inference for the IBP (seed 000
     sec. 6.1-6.3, appendix B), linear-Gaussian likelihood.
 
@@ -246,7 +246,11 @@ class VariationalIBP(BaseEstimator):
         The first iteration's factor.
     """
 
+    model = "ibp"
     name = "variational"
+    variational = True
+    # Missing entries are left out of the bound (``observed``).
+    handles_missing = True
     likelihoods = ("gaussian",)
     exact = False
 
