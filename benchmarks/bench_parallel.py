@@ -60,7 +60,7 @@ there was. Printed: every round, and the median ratios over all rounds and over 
 in which that measure was at least 1.8.
 
 d. The issue's second data set, N = 100,000, D = 1,000 binary (the Flickr data's size;
-``--quick``: 20,000 rows), with the binary likelihood (``"bernoulli"``, the leaky noisy-or):
+``--quick``: 20,000 rows), with the binary likelihood (``"noisy_or"``, the leaky noisy-or):
 ``ParallelNoisyOr`` with 1 and 2 shards (threads) and 2 shards on Dask, against the serial
 ``MetropolisGibbs``, the solvers driven directly from the true ``Z`` and ``A``
 (``--binary-only`` runs this part alone).
@@ -317,7 +317,7 @@ def binary_data(n_samples, n_dims, n_features=20, seed=0):
 
 
 def binary_section(quick, use_dask, n_sweeps=None):
-    """d. ``ParallelNoisyOr`` (likelihood="bernoulli") at the Flickr data's size: seconds
+    """d. ``ParallelNoisyOr`` (likelihood="noisy_or") at the Flickr data's size: seconds
     per sweep with 1 and 2 shards (threads) and 2 shards on a 2-worker Dask
     ``LocalCluster``, against the serial ``MetropolisGibbs``; the solvers are driven
     directly from the true ``Z`` and ``A`` (``epsilon = 0.99``, ``lambda = 0.05``,

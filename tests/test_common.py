@@ -59,18 +59,18 @@ ESTIMATORS = (
         for name in EXPLICIT_SOLVERS
         if _serves(EXPLICIT_SOLVERS[name], "gaussian", "gaussian")
     ]
-    # The checks feed real-valued data, which likelihood="bernoulli" refuses (it models
+    # The checks feed real-valued data, which likelihood="noisy_or" refuses (it models
     # zeros and ones); behind a Binarizer every check reaches the estimator with binary
     # data of the checks' shapes.
     + [
-        make_pipeline(Binarizer(), IBPFactorAnalysis(solver=name, likelihood="bernoulli",
+        make_pipeline(Binarizer(), IBPFactorAnalysis(solver=name, likelihood="noisy_or",
                                                      **SMALL))
         for name in EXPLICIT_SOLVERS
-        if _serves(EXPLICIT_SOLVERS[name], "bernoulli")
+        if _serves(EXPLICIT_SOLVERS[name], "noisy_or")
     ]
-    # The data-parallel sampler of the binary model (seed 000 sec. 5.1), bernoulli only.
+    # The data-parallel sampler of the binary model (seed 000 sec. 5.1), likelihood="noisy_or" only.
     + [make_pipeline(Binarizer(), IBPFactorAnalysis(solver="parallel_noisy_or",
-                                                    likelihood="bernoulli", **SMALL))]
+                                                    likelihood="noisy_or", **SMALL))]
     # The choice model (seed 002 sec. 4.5): X is pairs of alternatives, so the checks'
     # data reach it through RowsToPairs.
     + [make_pipeline(FunctionTransformer(RowsToPairs(), validate=True),

@@ -125,20 +125,20 @@ def _set(X, index, value):
             r"'slice', 'tempering', 'truncated_gibbs'\]",
         ),
         (
-            {"solver": "accelerated", "likelihood": "bernoulli"},
+            {"solver": "accelerated", "likelihood": "noisy_or"},
             lambda X: (X > 0.5).astype(float),
-            "cannot serve likelihood='bernoulli'; solvers that can: .*'truncated_gibbs'",
+            "cannot serve likelihood='noisy_or'; solvers that can: .*'truncated_gibbs'",
         ),
         ({"solver": "slice", "beta": 2.0}, None, r"beta=2.0 .*\['accelerated', 'collapsed'"),
         (
-            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": None, "sigma_a": None},
+            {"likelihood": "noisy_or", "solver": "slice", "sigma_x": None, "sigma_a": None},
             None,
             "X must be binary",
         ),
         (
-            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": 1.0},
+            {"likelihood": "noisy_or", "solver": "slice", "sigma_x": 1.0},
             lambda X: (X > 0.5).astype(float),
-            "sigma_x and sigma_a must be None for likelihood='bernoulli'",
+            "sigma_x and sigma_a must be None for likelihood='noisy_or'",
         ),
     ],
 )

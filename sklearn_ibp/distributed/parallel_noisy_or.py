@@ -85,7 +85,7 @@ def _sum_tables(shards):
 class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitFeatureSolver):
     """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
 
-    Serves ``IBPFactorAnalysis(likelihood="bernoulli")`` only. Synchronous: one estimator
+    Serves ``IBPFactorAnalysis(likelihood="noisy_or")`` only. Synchronous: one estimator
     iteration is one round, in which every shard runs ``sweeps_per_sync`` uncollapsed
     sweeps (Algorithm 13 for ``Z``, element-wise Gibbs for ``A``) given the others'
     statistics at the last synchronisation, then the messages are summed at the root.
@@ -223,7 +223,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         if getattr(likelihood, "name", None) not in self.likelihoods:
             raise ValueError(
                 f"solver {self.name!r} serves only the leaky noisy-or likelihood "
-                f"(IBPFactorAnalysis(likelihood='bernoulli')); got {likelihood!r}."
+                f"(IBPFactorAnalysis(likelihood='noisy_or')); got {likelihood!r}."
             )
 
     def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng):

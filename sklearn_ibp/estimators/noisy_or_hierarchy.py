@@ -11,6 +11,7 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from ..solvers.hierarchy import HierarchyGibbs
@@ -22,8 +23,10 @@ __all__ = ["NoisyOrHierarchy"]
 LIKELIHOODS = {
     "gaussian": LinearGaussianFeatures,
     "exponential": ExponentialGaussian,
-    "bernoulli": BinaryDetection,
+    "detection": BinaryDetection,
 }
+#: Old ``likelihood=...`` names, accepted with a FutureWarning until they are removed.
+RENAMED_LIKELIHOODS = {"bernoulli": "detection"}
 
 # The simpler models a chain passes through before the requested one (sec. 7.3).
 _STAGES = {
@@ -55,14 +58,14 @@ def _is_binary(X0, observed) -> bool:
 def _choose_likelihood(X0, observed) -> str:
     """The observation model ``likelihood="auto"`` takes for ``X`` (missing entries 0).
 
-    ``"bernoulli"`` when every observed entry is 0 or 1; ``"exponential"`` when the data
+    ``"detection"`` when every observed entry is 0 or 1; ``"exponential"`` when the data
     look like non-negative features over a zero baseline (the model's "nothing there"
     level, which the estimator does not centre away): the grand mean of the observed
     entries is clearly positive and no column mean lies below zero by more than noise
     explains; ``"gaussian"`` otherwise, for instance for centred or standardised data.
     """
     if _is_binary(X0, observed):
-        return "bernoulli"
+        return "detection"
     mask = observed.astype(bool)
     values = X0[mask]
     spread = float(np.std(values))
@@ -124,18 +127,19 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Concentration of the process over categories (starting value when sampled).
     alpha_features : float, default=1.0
         Concentration of the IBP over the links of categories to features.
-    likelihood : {"auto", "gaussian", "exponential", "bernoulli"}, default="auto"
+    likelihood : {"auto", "gaussian", "exponential", "detection"}, default="auto"
         ``"gaussian"``: ``x = z A + e`` with Gaussian ``A`` and noise (the feature scale
         ``sigma_a`` held at its data-scaled start); ``"exponential"``: the same with
         non-negative features, ``a_kd ~ Exponential(rate)`` (appendix A.2, the model of
-        the thesis's demonstrations); ``"bernoulli"``: binary ``x`` with binary ``A``,
+        the thesis's demonstrations); ``"detection"``: binary ``x`` with binary ``A``,
         per-dimension false detection and miss rates (sec. 7.3). ``"auto"`` chooses
-        from the data: ``"bernoulli"`` when every observed entry is 0 or 1,
+        from the data: ``"detection"`` when every observed entry is 0 or 1,
         ``"exponential"`` when the data look like non-negative features over a zero
         baseline (grand mean at least 0.1 standard deviations above zero and no column
         mean below zero by more than 4 standard errors), ``"gaussian"`` otherwise (for
         example standardised data). The choice is in ``likelihood_``. Fitting 0/1 data
-        with a real-valued likelihood warns.
+        with a real-valued likelihood warns. ``"bernoulli"``, the old name of
+        ``"detection"``, is deprecated (FutureWarning) and will be removed in 0.2.
     solver : "gibbs" or HierarchyGibbs, default="gibbs"
         The sampler (:class:`~sklearn_ibp.solvers.HierarchyGibbs`), or
         a configured instance of it.
@@ -204,7 +208,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         "q": [Interval(Real, 0, 1, closed="neither")],
         "alpha_categories": [Interval(Real, 0, None, closed="neither")],
         "alpha_features": [Interval(Real, 0, None, closed="neither")],
-        "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"})],
+        "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"} | set(RENAMED_LIKELIHOODS),
+                                  deprecated=set(RENAMED_LIKELIHOODS))],
         "solver": [StrOptions({"gibbs"}), HasMethods(["sweep_structure", "sample_features"])],
         "init_iter": [Interval(Integral, 0, None, closed="left")],
     }
@@ -335,11 +340,11 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         elif self.likelihood == "auto":
             name = _choose_likelihood(X0, observed)
         else:
-            name = self.likelihood
-            if name != "bernoulli" and _is_binary(X0, observed):
+            name = renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood")
+            if name != "detection" and _is_binary(X0, observed):
                 warnings.warn(
                     f"X holds only 0 and 1 but likelihood={name!r} models real values: "
-                    "binary data are better served by likelihood='bernoulli' (or "
+                    "binary data are better served by likelihood='detection' (or "
                     "'auto', which chooses it for such data); a real-valued model "
                     "fits many extra features to them.",
                     UserWarning,
@@ -448,7 +453,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Returns
         -------
         ndarray of shape (n_samples, n_features)
-            ``z A`` for the real-valued likelihoods; for ``"bernoulli"`` the probability
+            ``z A`` for the real-valued likelihoods; for ``"detection"`` the probability
             that each entry is 1 given ``z`` (probabilities are rounded to features).
         """
         check_is_fitted(self)
@@ -459,7 +464,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
                 f"fitted feature); got {Z.shape}."
             )
         lik = LIKELIHOODS[self.likelihood_]()
-        if self.likelihood_ == "bernoulli":
+        if self.likelihood_ == "detection":
             Z = (Z > 0.5).astype(float)
         return lik.predict(Z, self.components_, self.likelihood_params_)
 

@@ -202,8 +202,8 @@ def test_refusals(block_data):
     with pytest.raises(ValueError, match="cannot also run in n_jobs=2"):
         IBPFactorAnalysis(solver=ParallelAccelerated(backend="dask"), n_chains=2, n_jobs=2,
                           n_iter=2).fit(block_data)
-    with pytest.raises(ValueError, match="cannot serve likelihood='bernoulli'"):
-        IBPFactorAnalysis(solver="parallel_accelerated", likelihood="bernoulli",
+    with pytest.raises(ValueError, match="cannot serve likelihood='noisy_or'"):
+        IBPFactorAnalysis(solver="parallel_accelerated", likelihood="noisy_or",
                           n_iter=2).fit((block_data > 0).astype(float))
 
 

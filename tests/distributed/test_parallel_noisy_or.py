@@ -303,7 +303,7 @@ def test_only_the_token_holders_create_features(n_tokens):
     assert state.n_features > 0
 
 
-def test_registered_for_the_bernoulli_likelihood_only():
+def test_registered_for_the_noisy_or_likelihood_only():
     import pytest
 
     from sklearn_ibp import IBPFactorAnalysis
@@ -312,18 +312,18 @@ def test_registered_for_the_bernoulli_likelihood_only():
 
     assert PARALLEL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
     assert ALL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
-    assert _serves(ParallelNoisyOr, "bernoulli")
+    assert _serves(ParallelNoisyOr, "noisy_or")
     assert not _serves(ParallelNoisyOr, "gaussian")
     assert not _serves(ParallelNoisyOr, "exponential")
     X, _, _ = _blocks(200)
     with pytest.raises(ValueError, match="cannot serve likelihood='gaussian'"):
         IBPFactorAnalysis(solver="parallel_noisy_or", n_iter=2).fit(X)
-    est = IBPFactorAnalysis(likelihood="bernoulli", solver="parallel_noisy_or", n_iter=3,
+    est = IBPFactorAnalysis(likelihood="noisy_or", solver="parallel_noisy_or", n_iter=3,
                             random_state=0).fit(X)
     assert est._solver.n_shards == 2 and len(est._solver.timings_["round"]) == 3
     assert np.isfinite(est.traces_["log_joint"]).all()
     with pytest.raises(ValueError, match="more than the"):
-        IBPFactorAnalysis(likelihood="bernoulli", solver=ParallelNoisyOr(n_shards=5),
+        IBPFactorAnalysis(likelihood="noisy_or", solver=ParallelNoisyOr(n_shards=5),
                           n_iter=1).fit(X[:4])
 
 
@@ -343,7 +343,7 @@ def recovery_data():
 
     X, _, A = _blocks(2500)
     X_train, X_test = X[:2000], X[2000:]
-    serial = IBPFactorAnalysis(likelihood="bernoulli", solver=MetropolisGibbs(proposal_rate=0.5),
+    serial = IBPFactorAnalysis(likelihood="noisy_or", solver=MetropolisGibbs(proposal_rate=0.5),
                                n_iter=40, random_state=0).fit(X_train)
     return X_train, X_test, A, serial
 
@@ -380,7 +380,7 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
     X_train, X_test, A, serial = recovery_data
     _assert_recovered(serial, A, "serial")
     solver = ParallelNoisyOr(n_shards=4, proposal_rate=0.5, **_RECOVERY[variant])
-    est = IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=40,
+    est = IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=40,
                             random_state=0).fit(X_train)
     _assert_recovered(est, A, variant)
     reference = serial.score(X_test)
@@ -390,7 +390,7 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
 def _fit(solver, X, n_iter=6):
     from sklearn_ibp import IBPFactorAnalysis
 
-    return IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=n_iter,
+    return IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=n_iter,
                              random_state=4).fit(X)
 
 
@@ -562,7 +562,7 @@ def test_asynchronous_interrupt_rolls_back_and_warm_start_continues():
     X, _, _ = _blocks(300)
     solver = _InterruptedNoisyOr(n_shards=3, mode="asynchronous", proposal_rate=0.5)
     with pytest.warns(SamplingInterruptedWarning, match="after 3 of 8"):
-        est = IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=8, burn_in=1,
+        est = IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=8, burn_in=1,
                                 random_state=0).fit(X)
     assert est.interrupted_ and est.n_iter_ == 3
     assert est._solver._in_flight == {}

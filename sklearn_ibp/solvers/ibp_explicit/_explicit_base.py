@@ -34,7 +34,7 @@ from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
 __all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
 
 #: Likelihood names (``FeatureLikelihood.name``) an explicit-feature solver can serve.
-EXPLICIT_LIKELIHOODS = ("gaussian", "exponential", "bernoulli", "noisy_or")
+EXPLICIT_LIKELIHOODS = ("gaussian", "exponential", "detection", "noisy_or")
 
 
 @dataclass

@@ -79,7 +79,7 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         params : dict
             The likelihood's parameters.
         likelihood : FeatureLikelihood
-            One of ``"gaussian"``, ``"exponential"``, ``"bernoulli"``.
+            One of ``"gaussian"``, ``"exponential"``, ``"detection"``, ``"noisy_or"``.
         rng : numpy.random.Generator
             The chain's generator.
 

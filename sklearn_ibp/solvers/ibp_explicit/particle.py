@@ -138,7 +138,7 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
         The likelihood's parameters.
     likelihood : FeatureLikelihood
         An explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-        ``"bernoulli"``, ``"noisy_or"``).
+        ``"detection"``, ``"noisy_or"``).
     n_particles : int, default=20
         Number of particles.
     resampling : {"systematic", "multinomial"}, default="systematic"
@@ -273,7 +273,7 @@ class ParticleFilter(_RowwiseExplicitSolver):
         params : dict
             The likelihood's parameters.
         likelihood : FeatureLikelihood
-            One of ``"gaussian"``, ``"exponential"``, ``"bernoulli"``, ``"noisy_or"``.
+            One of ``"gaussian"``, ``"exponential"``, ``"detection"``, ``"noisy_or"``.
         rng : numpy.random.Generator
             The chain's generator.
 

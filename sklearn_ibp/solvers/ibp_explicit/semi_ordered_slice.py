@@ -137,7 +137,8 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
     Algorithm 16).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-    ``"bernoulli"``): each sweep changes to the stick-breaking representation (active
+    ``"detection"``, ``"noisy_or"``):
+    each sweep changes to the stick-breaking representation (active
     sticks from their Beta posterior, empty sticks by exact adaptive rejection draws,
     values of empty features from their prior), updates ``Z`` above a slice (switching a
     feature on for a row alone with values proposed from that row's residual, accepted by

@@ -164,7 +164,8 @@ class SliceSampler(ExplicitFeatureSolver):
     """Slice sampler on the stick-breaking IBP (seed 002 sec. 4.2.5, Algorithm 15).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-    ``"bernoulli"``): the slice gives an adaptive truncation of the infinite stick-breaking
+    ``"detection"``, ``"noisy_or"``):
+    the slice gives an adaptive truncation of the infinite stick-breaking
     representation, sticks are exact draws from their log-concave conditionals (adaptive
     rejection sampling, :mod:`._slice_kernels`). A feature no other row has is switched
     on together with values proposed from the posterior given the row alone and accepted

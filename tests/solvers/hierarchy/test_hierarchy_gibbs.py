@@ -71,12 +71,12 @@ def _check_invariants(state, upper, link):
 
 
 @pytest.mark.parametrize("upper, link", COMBINATIONS)
-@pytest.mark.parametrize("likelihood_name", ["gaussian", "exponential", "bernoulli"])
+@pytest.mark.parametrize("likelihood_name", ["gaussian", "exponential", "detection"])
 def test_every_state_is_consistent(upper, link, likelihood_name):
     rng = np.random.default_rng(3)
     shapes = (rng.random((3, 8)) < 0.4).astype(float)
     Z = (rng.random((40, 3)) < 0.4).astype(float)
-    if likelihood_name == "bernoulli":
+    if likelihood_name == "detection":
         X = ((Z @ shapes > 0) ^ (rng.random((40, 8)) < 0.05)).astype(float)
         likelihood = BinaryDetection()
     else:
