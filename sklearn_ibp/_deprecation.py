@@ -31,7 +31,7 @@ def renamed_option(value, renamed: dict, argument: str, *, warn: bool = True):
     if warn:
         warnings.warn(
             f"{argument}={value!r} is deprecated and will be removed in {REMOVED_IN}; "
-            f"use {argument}={new!r} (the same model).",
+            f"use {argument}={new!r}, its new name.",
             FutureWarning,
             stacklevel=3,
         )

@@ -7,13 +7,13 @@ from sklearn.preprocessing import Binarizer, FunctionTransformer
 from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import IBPFactorAnalysis, InfiniteEBA
-from sklearn_ibp.distributed import ParallelAccelerated
+from sklearn_ibp.distributed import ParallelAcceleratedIBP
 from sklearn_ibp.estimators.factor_analysis import _serves
 from sklearn_ibp.solvers import (
     EXPLICIT_SOLVERS,
     SOLVERS,
     VARIATIONAL_SOLVERS,
-    AcceleratedGibbs,
+    AcceleratedIBP,
 )
 
 # A small n_iter keeps the checks fast; the estimator's defaults are untouched.
@@ -40,9 +40,9 @@ class RowsToPairs:
 
 ESTIMATORS = (
     [IBPFactorAnalysis(solver=name, **SMALL) for name in SOLVERS]
-    + [IBPFactorAnalysis(solver=AcceleratedGibbs(window=2), **SMALL)]
+    + [IBPFactorAnalysis(solver=AcceleratedIBP(window=2), **SMALL)]
     + [IBPFactorAnalysis(solver="parallel_accelerated", **SMALL),
-       IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=1, sweeps_per_sync=2), **SMALL)]
+       IBPFactorAnalysis(solver=ParallelAcceleratedIBP(n_shards=1, sweeps_per_sync=2), **SMALL)]
     + [
         IBPFactorAnalysis(solver=name, likelihood=likelihood, **SMALL)
         for name in EXPLICIT_SOLVERS

@@ -26,7 +26,13 @@ from ..likelihoods import (
 )
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, sample_ibp
-from ..solvers import EXPLICIT_SOLVERS, PARALLEL_SOLVERS, SOLVERS, VARIATIONAL_SOLVERS
+from ..solvers import (
+    EXPLICIT_SOLVERS,
+    PARALLEL_SOLVERS,
+    RENAMED_SOLVERS,
+    SOLVERS,
+    VARIATIONAL_SOLVERS,
+)
 from ..solvers.ibp_explicit.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
@@ -53,6 +59,9 @@ LIKELIHOODS = {
 RENAMED_LIKELIHOODS = {"bernoulli": "noisy_or"}
 #: Every solver name ``IBPFactorAnalysis(solver=...)`` accepts.
 ALL_SOLVERS = {**SOLVERS, **EXPLICIT_SOLVERS, **VARIATIONAL_SOLVERS, **PARALLEL_SOLVERS}
+#: The current solver names (``ALL_SOLVERS`` without the deprecated ones), which the
+#: error messages list.
+SOLVER_NAMES = sorted(set(ALL_SOLVERS) - set(RENAMED_SOLVERS))
 
 
 def _is_explicit(solver) -> bool:
@@ -102,7 +111,7 @@ sample_hyperparameters : bool, default=True
         "The solver that drew the chains continues them, with any parameter changed\n"
         "since by ``set_params(solver__name=value)`` (for example\n"
         "``solver__correction=\"metropolis\"`` of\n"
-        ":class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another\n"
+        ":class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`); a solver of another\n"
         "class is refused."
     ),
 )
@@ -170,15 +179,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         default; the user guide has the measurements that chose it).
     solver : str or solver object, default="accelerated"
         Sampler, by name or as a configured object from :mod:`sklearn_ibp.solvers`
-        (for example ``AcceleratedGibbs(window=2)``). Names: ``"accelerated"``,
+        (for example ``AcceleratedIBP(window=2)``). Names: ``"accelerated"``,
         ``"collapsed"``, ``"uncollapsed"``, ``"semi_collapsed"`` (linear-Gaussian only)
         and ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
-        ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map"`` (every
+        ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map_climb"`` (every
         likelihood) and ``"tempering"`` (the real-valued ones); ``"variational"`` and
         ``"finite_variational"`` (mean-field variational inference, linear-Gaussian
         only; see Notes); ``"parallel_accelerated"`` (data-parallel accelerated Gibbs on
         shards of rows, on threads or a Dask cluster: configure it as
-        :class:`~sklearn_ibp.distributed.ParallelAccelerated`, see :doc:`/parallel`); see
+        :class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`, see :doc:`/parallel`); see
         :doc:`/choosing_solver`. A solver that cannot serve
         ``likelihood`` (and ``weights``) is refused with an error naming those that can.
     %(loop_parameters)s
@@ -296,7 +305,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # Every method the sampling loop calls, so an incomplete solver object is refused
         # up front with a message naming ``solver`` rather than failing mid-fit.
         "solver": [
-            StrOptions(set(ALL_SOLVERS)),
+            StrOptions(set(ALL_SOLVERS), deprecated=set(RENAMED_SOLVERS)),
             HasMethods(list(SOLVER_METHODS)),
             HasMethods(list(EXPLICIT_SOLVER_METHODS)),
             HasMethods(list(VARIATIONAL_SOLVER_METHODS)),
@@ -348,7 +357,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _new_solver(self):
         """A new solver: the registered one ``solver`` names, or a copy of the object."""
         if isinstance(self.solver, str):
-            return self._solvers[self.solver]()
+            return self._solvers[renamed_option(self.solver, RENAMED_SOLVERS, "solver")]()
         # safe=False: a duck-typed solver without get_params is deep-copied, so the
         # user's object is never mutated by a fit.
         return clone(self.solver, safe=False)
@@ -368,16 +377,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"model); got likelihood={self.likelihood!r}."
             )
         if not _serves(solver, self._likelihood_name, self._weights):
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if _serves(cls, self._likelihood_name, self._weights))
+            servers = [n for n in SOLVER_NAMES
+                       if _serves(ALL_SOLVERS[n], self._likelihood_name, self._weights)]
             with_weights = "" if self._weights == "binary" else f" with weights={self._weights!r}"
             raise ValueError(
                 f"solver={name!r} cannot serve likelihood={self.likelihood!r}"
                 f"{with_weights}; solvers that can: {servers}."
             )
         if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if not (_is_explicit(cls) or _is_variational(cls)))
+            servers = [n for n in SOLVER_NAMES
+                       if not (_is_explicit(ALL_SOLVERS[n]) or _is_variational(ALL_SOLVERS[n]))]
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
                 f"that integrate A out, {servers}; solver={name!r} needs beta=1."
@@ -530,8 +539,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             return int(n_columns) if can_bound else None
         if not can_bound:
             name = getattr(solver, "name", type(solver).__name__)
-            servers = sorted(n for n, cls in ALL_SOLVERS.items()
-                             if getattr(cls, "bounds_features", False))
+            servers = [n for n in SOLVER_NAMES
+                       if getattr(ALL_SOLVERS[n], "bounds_features", False)]
             raise ValueError(
                 f"max_features={bound!r} needs a solver that can bound the number of "
                 f"features, {servers}; solver={name!r} cannot. Use max_features=None."

@@ -14,7 +14,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
-from ..solvers.hierarchy import HierarchyGibbs
+from ..solvers.hierarchy import GibbsHierarchy
 from .factor_analysis import _check_missing_pattern
 
 __all__ = ["NoisyOrHierarchy"]
@@ -140,8 +140,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         example standardised data). The choice is in ``likelihood_``. Fitting 0/1 data
         with a real-valued likelihood warns. ``"bernoulli"``, the old name of
         ``"detection"``, is deprecated (FutureWarning) and will be removed in 0.2.
-    solver : "gibbs" or HierarchyGibbs, default="gibbs"
-        The sampler (:class:`~sklearn_ibp.solvers.HierarchyGibbs`), or
+    solver : "gibbs" or GibbsHierarchy, default="gibbs"
+        The sampler (:class:`~sklearn_ibp.solvers.GibbsHierarchy`), or
         a configured instance of it.
     init_iter : int, default=20
         Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
@@ -255,7 +255,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     # -- fitting ------------------------------------------------------------------------
     def _resolve_solver(self):
         if isinstance(self.solver, str):
-            return HierarchyGibbs()
+            return GibbsHierarchy()
         return clone(self.solver)
 
     @property
@@ -433,7 +433,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         if self.n_components_ == 0 or self.n_categories_ == 0:
             return np.zeros((X.shape[0], self.n_components_))
         exact = self.upper == "dp" and self.link == "or"
-        return HierarchyGibbs.new_row_feature_probabilities(
+        return GibbsHierarchy.new_row_feature_probabilities(
             X0, observed, np.ascontiguousarray(self.connections_),
             np.ascontiguousarray(self.components_, dtype=np.float64),
             self._category_log_prior(), upper=self.upper, link=self.link,

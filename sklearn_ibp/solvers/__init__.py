@@ -20,12 +20,13 @@ The data-parallel solvers live in :mod:`sklearn_ibp.distributed`; this registry 
 as ``PARALLEL_SOLVERS`` (imported on first use).
 """
 
+from .._deprecation import class_aliases
 from . import _moved
-from .ddibp import DistanceDependentGibbs
+from .ddibp import GibbsDDIBP
 from .dp import (
     AuxiliaryDP,
     BaseDPSolver,
-    CollapsedDPGibbs,
+    CollapsedDP,
     GibbsDP,
     MetropolisDP,
     MixtureState,
@@ -35,26 +36,26 @@ from .dp import (
     SplitMergeDP,
     TruncatedDP,
 )
-from .hierarchy import HierarchyGibbs, HierarchyState
+from .hierarchy import GibbsHierarchy, HierarchyState
 from .ibp import (
-    AcceleratedGibbs,
+    AcceleratedIBP,
     BaseIBPSolver,
-    CollapsedGibbs,
+    CollapsedIBP,
     FeatureState,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 from .ibp_explicit import (
-    ApproximateGibbs,
+    ApproximateGibbsIBP,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
-    MapClimb,
-    MetropolisGibbs,
-    ParallelTempering,
-    ParticleFilter,
-    SemiOrderedSliceSampler,
-    SliceSampler,
-    TruncatedGibbs,
+    MapClimbIBP,
+    MetropolisIBP,
+    ParticleIBP,
+    SemiOrderedSliceIBP,
+    SliceIBP,
+    TemperingIBP,
+    TruncatedGibbsIBP,
 )
 from .variational import FiniteVariationalIBP, VariationalIBP
 
@@ -62,23 +63,24 @@ _moved.install()
 
 #: Solver names accepted by ``IBPFactorAnalysis(solver=...)``.
 SOLVERS = {
-    "accelerated": AcceleratedGibbs,
-    "collapsed": CollapsedGibbs,
-    "uncollapsed": UncollapsedGibbs,
-    "semi_collapsed": SemiCollapsedGibbs,
+    "accelerated": AcceleratedIBP,
+    "collapsed": CollapsedIBP,
+    "uncollapsed": UncollapsedIBP,
+    "semi_collapsed": SemiCollapsedIBP,
 }
 
 #: The IBP samplers that keep ``A`` explicit and serve any explicit-feature likelihood
 #: (linear-Gaussian, exponential-Gaussian, binary; seed 002 sec. 4.2, Algorithms 12-16).
 EXPLICIT_SOLVERS = {
-    "slice": SliceSampler,
-    "semi_ordered_slice": SemiOrderedSliceSampler,
-    "truncated_gibbs": TruncatedGibbs,
-    "approximate_gibbs": ApproximateGibbs,
-    "metropolis": MetropolisGibbs,
-    "particle": ParticleFilter,
-    "tempering": ParallelTempering,
-    "map": MapClimb,
+    "slice": SliceIBP,
+    "semi_ordered_slice": SemiOrderedSliceIBP,
+    "truncated_gibbs": TruncatedGibbsIBP,
+    "approximate_gibbs": ApproximateGibbsIBP,
+    "metropolis": MetropolisIBP,
+    "particle": ParticleIBP,
+    "tempering": TemperingIBP,
+    "map_climb": MapClimbIBP,
+    "map": MapClimbIBP,  # deprecated name of "map_climb" (RENAMED_SOLVERS)
 }
 
 #: Mean-field variational inference for the linear-Gaussian model (seed 000 ch. 6).
@@ -89,7 +91,7 @@ VARIATIONAL_SOLVERS = {
 
 #: Solver names accepted by ``DPMixture(solver=...)``.
 DP_SOLVERS = {
-    "collapsed": CollapsedDPGibbs,
+    "collapsed": CollapsedDP,
     "split_merge": SplitMergeDP,
     "gibbs": GibbsDP,
     "auxiliary": AuxiliaryDP,
@@ -100,9 +102,34 @@ DP_SOLVERS = {
     "retrospective": RetrospectiveDP,
 }
 
+#: Old ``solver=`` names of ``IBPFactorAnalysis``, kept in the registries above (so an old
+#: name still finds its solver) and accepted with a FutureWarning until they are removed.
+RENAMED_SOLVERS = {"map": "map_climb"}
+
+#: Old class names (before issue 21) of the solvers, importable from here with a
+#: FutureWarning naming the new one until they are removed.
+RENAMED_CLASSES = {
+    "AcceleratedGibbs": "AcceleratedIBP",
+    "CollapsedGibbs": "CollapsedIBP",
+    "UncollapsedGibbs": "UncollapsedIBP",
+    "SemiCollapsedGibbs": "SemiCollapsedIBP",
+    "SliceSampler": "SliceIBP",
+    "SemiOrderedSliceSampler": "SemiOrderedSliceIBP",
+    "TruncatedGibbs": "TruncatedGibbsIBP",
+    "ApproximateGibbs": "ApproximateGibbsIBP",
+    "MetropolisGibbs": "MetropolisIBP",
+    "ParticleFilter": "ParticleIBP",
+    "ParallelTempering": "TemperingIBP",
+    "MapClimb": "MapClimbIBP",
+    "CollapsedDPGibbs": "CollapsedDP",
+    "DistanceDependentGibbs": "GibbsDDIBP",
+    "HierarchyGibbs": "GibbsHierarchy",
+}
+_renamed_class = class_aliases(__name__, RENAMED_CLASSES)
+
 #: Solver names accepted by ``DistanceDependentIBP(solver=...)``.
 DDIBP_SOLVERS = {
-    "gibbs": DistanceDependentGibbs,
+    "gibbs": GibbsDDIBP,
 }
 
 def __getattr__(name):
@@ -114,6 +141,8 @@ def __getattr__(name):
         return PARALLEL_SOLVERS
     if name in _moved.MOVED_MODULES:
         return _moved.import_moved(name)
+    if name in RENAMED_CLASSES:
+        return _renamed_class(name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
@@ -121,22 +150,23 @@ __all__ = [
     "DDIBP_SOLVERS",
     "DP_SOLVERS",
     "PARALLEL_SOLVERS",
+    "RENAMED_SOLVERS",
     "EXPLICIT_SOLVERS",
     "SOLVERS",
     "VARIATIONAL_SOLVERS",
-    "ApproximateGibbs",
+    "ApproximateGibbsIBP",
     "ExplicitFeatureSolver",
     "ExplicitFeatureState",
-    "MapClimb",
-    "MetropolisGibbs",
-    "ParallelTempering",
-    "ParticleFilter",
-    "SemiOrderedSliceSampler",
-    "SliceSampler",
-    "TruncatedGibbs",
+    "MapClimbIBP",
+    "MetropolisIBP",
+    "TemperingIBP",
+    "ParticleIBP",
+    "SemiOrderedSliceIBP",
+    "SliceIBP",
+    "TruncatedGibbsIBP",
     "AuxiliaryDP",
     "BaseDPSolver",
-    "CollapsedDPGibbs",
+    "CollapsedDP",
     "GibbsDP",
     "MetropolisDP",
     "MixtureState",
@@ -145,15 +175,15 @@ __all__ = [
     "SliceDP",
     "SplitMergeDP",
     "TruncatedDP",
-    "AcceleratedGibbs",
+    "AcceleratedIBP",
     "BaseIBPSolver",
-    "CollapsedGibbs",
-    "DistanceDependentGibbs",
+    "CollapsedIBP",
+    "GibbsDDIBP",
     "FeatureState",
-    "HierarchyGibbs",
+    "GibbsHierarchy",
     "HierarchyState",
-    "SemiCollapsedGibbs",
-    "UncollapsedGibbs",
+    "SemiCollapsedIBP",
+    "UncollapsedIBP",
     "FiniteVariationalIBP",
     "VariationalIBP",
 ]

@@ -29,12 +29,13 @@ from scipy.special import gammaln
 from sklearn.base import BaseEstimator
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ..._slice import slice_sample
 from ...priors.crp import sample_alpha_posterior_crp
 from ...priors.ibp import sample_alpha_posterior
 from . import _hierarchy_kernels as kernels
 
-__all__ = ["HierarchyGibbs", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
+__all__ = ["GibbsHierarchy", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
 
 UPPER_CODES = {"dp": kernels.UPPER_DP, "ibp": kernels.UPPER_IBP}
 LINK_CODES = {"or": kernels.LINK_OR, "noisy_or": kernels.LINK_NOISY_OR}
@@ -87,7 +88,7 @@ class HierarchyState:
 MERGE_SPLIT_ATTEMPTS = 8
 
 
-class HierarchyGibbs(BaseEstimator):
+class GibbsHierarchy(BaseEstimator):
     """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (seed 000 sec. 7.2).
 
     Parameters
@@ -114,6 +115,7 @@ class HierarchyGibbs(BaseEstimator):
         twice, once for each group of categories.
     """
 
+    name = "gibbs"
     _parameter_constraints: dict = {
         "n_auxiliary": [Interval(Integral, 1, None, closed="left")],
         "max_new_features": [Interval(Integral, 1, None, closed="left")],
@@ -177,7 +179,7 @@ class HierarchyGibbs(BaseEstimator):
             params=dict(params),
         )
         _refresh_prediction(state)
-        HierarchyGibbs.compact(state)
+        GibbsHierarchy.compact(state)
         return state
 
     @staticmethod
@@ -695,3 +697,6 @@ def _sample_q(state: HierarchyState, rng) -> float:
     q = min(max(state.q, 1e-12), 1.0 - 1e-12)
     u = slice_sample(log_density, math.log(q) - math.log1p(-q), rng, width=2.0)
     return float(1.0 / (1.0 + math.exp(-u)))
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"HierarchyGibbs": "GibbsHierarchy"})

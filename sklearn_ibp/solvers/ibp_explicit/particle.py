@@ -6,7 +6,7 @@ the values of the new features drawn from their prior; particles are weighted by
 likelihood of the row and resampled. After the last row the particles approximate the
 posterior, exactly only as their number grows. :func:`particle_filter` is that filter.
 
-To make it an exact MCMC sweep that can be repeated, :class:`ParticleFilter` runs it as
+To make it an exact MCMC sweep that can be repeated, :class:`ParticleIBP` runs it as
 *conditional* SMC (particle Gibbs; Andrieu, Doucet & Holenstein, 2010): the chain's
 current state is kept as a reference particle, the others are propagated by the filter,
 and one particle drawn by its final weight becomes the new state. The estimator's chain is
@@ -75,6 +75,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ._explicit_base import ExplicitFeatureState, check_explicit_inputs, grow
 from ._metropolis_kernels import compact_features
 from ._particle_kernels import (
@@ -86,7 +87,7 @@ from ._particle_kernels import (
 )
 from .metropolis import _RowwiseExplicitSolver
 
-__all__ = ["ParticleFilter", "particle_filter"]
+__all__ = ["ParticleIBP", "particle_filter"]
 
 _SCHEMES = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
 _PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
@@ -174,7 +175,7 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
     return Z, A, float(log_evidence)
 
 
-class ParticleFilter(_RowwiseExplicitSolver):
+class ParticleIBP(_RowwiseExplicitSolver):
     """Particle Gibbs for the IBP: the seed's particle filter run as conditional SMC.
 
     Seed 000 sec. 3.5 (Wood & Griffiths, 2007); the derivation is in the module
@@ -319,3 +320,6 @@ class ParticleFilter(_RowwiseExplicitSolver):
             raise ValueError(f"the state was not made by {type(self).__name__}.initialize.")
         self._run(state, likelihood, rng, conditional=True)
         self.sample_features(state, likelihood, rng)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ParticleFilter": "ParticleIBP"})

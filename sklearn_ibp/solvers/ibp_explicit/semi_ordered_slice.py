@@ -42,7 +42,7 @@ through every change of capacity, sort and removal of features. A sweep then:
   Gaussian regression), then ``A`` given ``W`` (the linear-Gaussian conditional with ``W``
   as the design).
 
-:meth:`SemiOrderedSliceSampler.sample_parameters` and :meth:`~SemiOrderedSliceSampler.
+:meth:`SemiOrderedSliceIBP.sample_parameters` and :meth:`~SemiOrderedSliceIBP.
 log_joint` use ``W`` as the design for this likelihood.
 """
 
@@ -53,6 +53,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ...likelihoods._real_weighted_kernels import draw_row_weights
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from ._explicit_base import (
@@ -74,7 +75,7 @@ from ._semi_ordered_slice_kernels import (
 from ._slice_kernels import extend_sticks
 from .slice import check_alpha, check_likelihood, check_prior, initial_features
 
-__all__ = ["SemiOrderedSliceSampler", "active_weights"]
+__all__ = ["SemiOrderedSliceIBP", "active_weights"]
 
 #: Likelihood names served beyond the explicit-feature ones: the real-weighted model.
 WEIGHTED_LIKELIHOODS = ("gaussian_weights",)
@@ -132,7 +133,7 @@ def _fit_stats(state: ExplicitFeatureState) -> None:
             st[key] = new
 
 
-class SemiOrderedSliceSampler(ExplicitFeatureSolver):
+class SemiOrderedSliceIBP(ExplicitFeatureSolver):
     """Slice sampler on the semi-ordered stick-breaking IBP (seed 002 sec. 4.2.6,
     Algorithm 16).
 
@@ -364,3 +365,6 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         K = int(np.count_nonzero(state.active_Z.any(axis=0)))
         state.alpha = sample_alpha_conditional(K, harmonic_rate(state.X.shape[0]), rng,
                                                prior_shape=shape, prior_rate=rate)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"SemiOrderedSliceSampler": "SemiOrderedSliceIBP"})
