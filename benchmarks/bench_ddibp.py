@@ -6,7 +6,7 @@ Run from the repository root::
     python benchmarks/bench_ddibp.py --quick          # short run (under a minute)
     python benchmarks/bench_ddibp.py --full-baseline  # whole baseline sweeps (~3.5 minutes)
 
-What is timed: one sweep of :class:`sklearn_ibp.solvers.ddibp.ddibp_gibbs.DistanceDependentGibbs`
+What is timed: one sweep of :class:`sklearn_ibp.solvers.ddibp.ddibp_gibbs.GibbsDDIBP`
 (numba; every link of every dish, then a birth-or-death move per customer) and of the same
 sampler written in plain NumPy, :mod:`numpy_ddibp`, which recomputes every likelihood a move
 needs from ``Z`` instead of updating it. Both run in the same process on the same data:
@@ -82,7 +82,7 @@ from sklearn_ibp.priors.ddibp import (  # noqa: E402
     normalized_proximity,
     pairwise_distances_for_ddibp,
 )
-from sklearn_ibp.solvers.ddibp.ddibp_gibbs import DistanceDependentGibbs  # noqa: E402
+from sklearn_ibp.solvers.ddibp.ddibp_gibbs import GibbsDDIBP  # noqa: E402
 
 HYPER = dict(alpha=1.0, sigma_x=0.5, sigma_a=1.0)
 DECAY = 0.5
@@ -124,7 +124,7 @@ def problem(N):
 
 def SAME_MOVES():
     """The numba solver with the moves of the NumPy baseline."""
-    return DistanceDependentGibbs(link_update="gibbs", own_weight=0.5)
+    return GibbsDDIBP(link_update="gibbs", own_weight=0.5)
 
 
 def starting_dishes(X, hyper, n_sweeps=START_SWEEPS, seed=0):
@@ -134,7 +134,7 @@ def starting_dishes(X, hyper, n_sweeps=START_SWEEPS, seed=0):
     state = solver.initialize(X, np.zeros((X.shape[0], 0), dtype=np.int8), hyper, rng)
     for _ in range(n_sweeps):
         solver.sweep(state, rng)
-    return DistanceDependentGibbs.dishes(state)
+    return GibbsDDIBP.dishes(state)
 
 
 def _start(solver, X, hyper, dishes, rng):

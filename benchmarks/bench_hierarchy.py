@@ -10,7 +10,7 @@ Run from the repository root::
 What is timed (seed 000 chapter 7):
 
 1. **DP-IBP, exponential-Gaussian likelihood** (the seed's demonstration, sec. 7.2.1): one
-   ``HierarchyGibbs().sweep(state, ExponentialGaussian(), rng)`` (numba: categories by
+   ``GibbsHierarchy().sweep(state, ExponentialGaussian(), rng)`` (numba: categories by
    Algorithm 8, links, own features, transfer moves, then ``A``) and one sweep of the same
    model's uncollapsed Gibbs sampler written in plain NumPy, :mod:`numpy_hierarchy` (its
    docstring lists what it leaves out), on ``make_correlated_block_images(N,
@@ -20,8 +20,8 @@ What is timed (seed 000 chapter 7):
    (``alpha_C``, ``alpha_M``, ``sigma_x``, ``rate``) for both samplers.
 2. **Noisy-or IBP-IBP, exponential-Gaussian likelihood** (sec. 7.2.3; the issue's
    "at least 20 times faster than a plain-NumPy noisy-or sweep"): three samplers from the
-   same state, interleaved: ``HierarchyGibbs()`` (ours, default: rows, links, children,
-   transfer and merge/split moves, ``A``), ``HierarchyGibbs(transfer_moves=False,
+   same state, interleaved: ``GibbsHierarchy()`` (ours, default: rows, links, children,
+   transfer and merge/split moves, ``A``), ``GibbsHierarchy(transfer_moves=False,
    merge_split_moves=False)`` (ours with exactly the baseline's moves) and
    :mod:`numpy_noisy_or` (the same Markov chain moves in plain NumPy; its docstring lists
    the differences), on ``make_correlated_block_images(N, overlap=True, random_state=0)``
@@ -84,7 +84,7 @@ from numpy_noisy_or import check_invariants as check_noisy_or  # noqa: E402
 from sklearn_ibp import NoisyOrHierarchy  # noqa: E402
 from sklearn_ibp.datasets import make_correlated_block_images  # noqa: E402
 from sklearn_ibp.likelihoods import ExponentialGaussian  # noqa: E402
-from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs  # noqa: E402
+from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import GibbsHierarchy  # noqa: E402
 
 SIZES = (350, 700, 2800)
 START_SWEEPS = 30
@@ -125,7 +125,7 @@ def starting_state(X, n_sweeps=START_SWEEPS, seed=0):
     lik = ExponentialGaussian()
     obs = _observed(X)
     rng = np.random.default_rng(seed)
-    solver = HierarchyGibbs()
+    solver = GibbsHierarchy()
     state = solver.new_state(X, obs, lik, lik.initial_parameters(X, obs), upper="dp",
                              link="or", alpha_c=1.0, alpha_m=1.0, q=0.1, rng=rng)
     for _ in range(n_sweeps):
@@ -140,7 +140,7 @@ def starting_state(X, n_sweeps=START_SWEEPS, seed=0):
 def ours_from(X, start, hyper, rng):
     C, M, A = start
     lik = ExponentialGaussian()
-    return HierarchyGibbs.new_state(
+    return GibbsHierarchy.new_state(
         X, _observed(X), lik, dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"]),
         upper="dp", link="or", alpha_c=hyper["alpha_c"], alpha_m=hyper["alpha_m"], q=0.1,
         C=C, M=M, A=A, rng=rng,
@@ -165,7 +165,7 @@ def _rms_residual(X, Z, A):
 
 # -- DP-IBP: ours against the baseline -------------------------------------------------------
 def time_pair(X, start, hyper, plan, seed=1):
-    ours, lik = HierarchyGibbs(), ExponentialGaussian()
+    ours, lik = GibbsHierarchy(), ExponentialGaussian()
     base = NumpyDPIBPGibbs(**hyper)
     # Untimed warm-up sweeps from the starting state, then both restart from it.
     rng = np.random.default_rng(seed)
@@ -216,7 +216,7 @@ def time_pair(X, start, hyper, plan, seed=1):
 def noisy_or_start(X, seed=0):
     """``(C, M, Z, A)`` and the fixed hyperparameters after the estimator's staged start
     (``STAGE_SWEEPS`` sweeps each of DP-IBP, IBP-IBP, noisy-or, hyperparameters sampled)."""
-    lik, solver = ExponentialGaussian(), HierarchyGibbs()
+    lik, solver = ExponentialGaussian(), GibbsHierarchy()
     obs = _observed(X)
     rng = np.random.default_rng(seed)
     state = solver.new_state(X, obs, lik, lik.initial_parameters(X, obs), upper="dp",
@@ -236,7 +236,7 @@ def ours_noisy_from(X, start, hyper, rng, link="noisy_or"):
     """Our state from the staged start; ``link="or"`` gives the IBP-IBP (``Z = [C M > 0]``)."""
     C, M, Z, A = start
     lik = ExponentialGaussian()
-    return HierarchyGibbs.new_state(
+    return GibbsHierarchy.new_state(
         X, _observed(X), lik, dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"]),
         upper="ibp", link=link, alpha_c=hyper["alpha_c"], alpha_m=hyper["alpha_m"],
         q=hyper["q"], C=C, M=M, Z=Z if link == "noisy_or" else None, A=A, rng=rng,
@@ -261,9 +261,9 @@ def time_noisy_or(X, plan, seed=1):
     baseline, interleaved from the same staged start."""
     lik = ExponentialGaussian()
     start, hyper = noisy_or_start(X)
-    samplers = {"ours": HierarchyGibbs(),
-                "same": HierarchyGibbs(transfer_moves=False, merge_split_moves=False),
-                "ibp_or": HierarchyGibbs()}
+    samplers = {"ours": GibbsHierarchy(),
+                "same": GibbsHierarchy(transfer_moves=False, merge_split_moves=False),
+                "ibp_or": GibbsHierarchy()}
     links = {"ours": "noisy_or", "same": "noisy_or", "ibp_or": "or"}
     base = NumpyNoisyOrGibbs(**hyper)
     # Untimed warm-up sweeps from the starting state, then all restart from it.
@@ -452,7 +452,7 @@ def main(argv=None):
           "make_correlated_block_images(N, overlap=True, random_state=0), D = 36")
     print(f"start: {STAGE_SWEEPS} sweeps each of DP-IBP, IBP-IBP, noisy-or (ours, hyperparameters "
           "sampled), then alpha_C, alpha_M, q, sigma_x, rate fixed; the same start for all three")
-    print("ours = HierarchyGibbs() (transfer and merge/split moves on); same = HierarchyGibbs("
+    print("ours = GibbsHierarchy() (transfer and merge/split moves on); same = GibbsHierarchy("
           "transfer_moves=False, merge_split_moves=False), the baseline's moves; numpy = "
           "numpy_noisy_or.py")
     print(f"  {'N':>5}{'L, K start':>12}{'L ours':>8}{'K ours':>8}{'L same':>8}{'K same':>8}"

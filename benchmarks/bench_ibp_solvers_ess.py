@@ -21,7 +21,7 @@ samplers, driven through ``initialize(X, Z, hyper, rng)`` / ``sweep(state, rng)`
 The two dictionaries are read at run time, so solvers registered later are benchmarked
 without a change here; a solver that fails is reported on its row, the others go on. A
 solver whose ``exact`` attribute is False (an approximate sampler, or an optimiser such as
-``"map"``) is run and marked "not exact": its effective samples are not draws from the
+``"map_climb"``) is run and marked "not exact": its effective samples are not draws from the
 posterior.
 
 Every chain starts from the same draw of ``Z`` from the IBP prior (``alpha = 1``; the explicit

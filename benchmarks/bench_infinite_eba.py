@@ -1,6 +1,6 @@
 """InfiniteEBA (seed 002 sec. 4.5): the sampler's speed and its predictive quality.
 
-1. Seconds per sweep of :class:`~sklearn_ibp.solvers.eba.eba_slice.EBASliceSampler` on a
+1. Seconds per sweep of :class:`~sklearn_ibp.solvers.eba.eba_slice.SliceEBA` on a
    problem of the celebrities' size (9 alternatives, all 36 pairs compared 100 times,
    make_tree_eba) against a plain-NumPy implementation of the same sweep in the same
    process on the same data: the stick-breaking step is shared (the package's kernels),
@@ -17,7 +17,7 @@
    100 comparisons per pair) with ``InfiniteEBA()``'s defaults at the data seeds 0-9
    (chain seed = data seed): the largest error against the table and the MAE, beside the
    frequencies'; then 300-sweep fits (``weight_shape=0.25``) over the data seeds 0-19
-   and chain seeds 0-4 with ``EBASliceSampler(n_starts=1)`` and with the default four
+   and chain seeds 0-4 with ``SliceEBA(n_starts=1)`` and with the default four
    starts: how many fits got stuck (P+ over P or R+ over R below 0.97) and how many
    missed the 0.1 bar. doc/infinite_eba.rst quotes these figures.
 
@@ -36,7 +36,7 @@ from sklearn_ibp import InfiniteEBA
 from sklearn_ibp.datasets import make_tree_eba, win_counts_from_pairs
 from sklearn_ibp.likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from sklearn_ibp.likelihoods.choice import bradley_terry_probabilities, fit_bradley_terry
-from sklearn_ibp.solvers.eba.eba_slice import EBASliceSampler
+from sklearn_ibp.solvers.eba.eba_slice import SliceEBA
 from sklearn_ibp.solvers.ibp_explicit._semi_ordered_slice_kernels import (
     sort_by_sticks,
     to_stick_breaking,
@@ -53,7 +53,7 @@ def _pair_terms(wins_row, wins_col, a_row, a_col, lapse):
 
 
 def numpy_sweep(state, rng):
-    """The same sweep as EBASliceSampler.sweep with NumPy for the Z and weight updates."""
+    """The same sweep as SliceEBA.sweep with NumPy for the Z and weight updates."""
     wins, lapse = state.wins, state.lapse
     N = wins.shape[0]
     K = state.n_features
@@ -138,12 +138,12 @@ def bench_speed():
     # Görür 2007's prior: the NumPy sweep has no proposal from a Gamma(a < 1) prior.
     model = InfiniteEBA(n_iter=300, weight_shape=1.0, random_state=0).fit_counts(W)
     state0 = model._chains[0]["state"]
-    solver = EBASliceSampler()
+    solver = SliceEBA()
     n = 200 if QUICK else 1000
     timings = {}
-    for name, sweep in (("numba (EBASliceSampler)", solver.sweep),
+    for name, sweep in (("numba (SliceEBA)", solver.sweep),
                         ("plain NumPy", numpy_sweep)):
-        state = EBASliceSampler.checkpoint(state0)
+        state = SliceEBA.checkpoint(state0)
         state.adapt_sweeps = 0
         rng = np.random.default_rng(0)
         sweep(state, rng)  # warm up
@@ -153,7 +153,7 @@ def bench_speed():
             sweep(state, rng)
         timings[name] = (time.perf_counter() - start) / count
         print(f"{name:26s} {1e3 * timings[name]:8.3f} ms per sweep (K = {state.n_features})")
-    ratio = timings["plain NumPy"] / timings["numba (EBASliceSampler)"]
+    ratio = timings["plain NumPy"] / timings["numba (SliceEBA)"]
     print(f"speed-up of the numba sweep over plain NumPy: {ratio:.1f}x")
 
 
@@ -176,7 +176,7 @@ def bench_loo():
             for name, shape in (("iEBA", 1.0), ("iEBA-default", 0.25)):
                 model = InfiniteEBA(n_alternatives=9, n_iter=n_iter, random_state=seed,
                                     weight_shape=shape,
-                                    solver=EBASliceSampler(weight_steps=3)).fit_counts(held)
+                                    solver=SliceEBA(weight_steps=3)).fit_counts(held)
                 res[name].append(loss(P[i, j], model.choice_probabilities_[i, j]))
             btl = bradley_terry_probabilities(fit_bradley_terry(held))
             res["BTL"].append(loss(P[i, j], btl[i, j]))
@@ -211,7 +211,7 @@ def bench_starts():
             X, y, _ = make_paris_rome(100, random_state=data_seed)
             for chain_seed in range(5):
                 model = InfiniteEBA(n_iter=300, weight_shape=0.25, random_state=chain_seed,
-                                    solver=EBASliceSampler(n_starts=n_starts)).fit(X, y)
+                                    solver=SliceEBA(n_starts=n_starts)).fit(X, y)
                 P = model.eba_probabilities_
                 stuck += bool(min(P[0, 1], P[3, 2]) < 0.97)
                 missed += bool(np.abs(P - PARIS_ROME_TABLE)[upper].max() >= 0.1)

@@ -33,10 +33,10 @@ from sklearn_ibp.diagnostics import effective_sample_size
 from sklearn_ibp.likelihoods import LinearGaussianFeatures
 from sklearn_ibp.priors.ibp import harmonic_rate, sample_ibp
 from sklearn_ibp.solvers import (
-    AcceleratedGibbs,
-    SemiCollapsedGibbs,
-    SemiOrderedSliceSampler,
-    SliceSampler,
+    AcceleratedIBP,
+    SemiCollapsedIBP,
+    SemiOrderedSliceIBP,
+    SliceIBP,
 )
 
 
@@ -83,12 +83,12 @@ def trace_explicit(solver, X, alpha, sigma_a, n_sweeps, rng):
 
 
 SAMPLERS = {
-    "accelerated": lambda *a: trace_conjugate(AcceleratedGibbs, *a),
-    "semi_collapsed": lambda *a: trace_conjugate(SemiCollapsedGibbs, *a),
-    "semi_ordered_slice": lambda *a: trace_explicit(SemiOrderedSliceSampler(), *a),
-    "algorithm_16": lambda *a: trace_explicit(SemiOrderedSliceSampler(unique_moves=None),
+    "accelerated": lambda *a: trace_conjugate(AcceleratedIBP, *a),
+    "semi_collapsed": lambda *a: trace_conjugate(SemiCollapsedIBP, *a),
+    "semi_ordered_slice": lambda *a: trace_explicit(SemiOrderedSliceIBP(), *a),
+    "algorithm_16": lambda *a: trace_explicit(SemiOrderedSliceIBP(unique_moves=None),
                                               *a),
-    "slice": lambda *a: trace_explicit(SliceSampler(), *a),
+    "slice": lambda *a: trace_explicit(SliceIBP(), *a),
 }
 
 

@@ -17,10 +17,10 @@ the column means are not a sum of binary features, so K settles above 20).
 
 Configurations, each timed in the same process on the same data:
 
-* ``serial``: ``solver="accelerated"`` (``AcceleratedGibbs``), the baseline;
-* ``1 shard``, ``2 shards (threads)``: ``ParallelAccelerated(n_shards=1 | 2,
+* ``serial``: ``solver="accelerated"`` (``AcceleratedIBP``), the baseline;
+* ``1 shard``, ``2 shards (threads)``: ``ParallelAcceleratedIBP(n_shards=1 | 2,
   backend="threads")``;
-* ``2 shards (dask)``: ``ParallelAccelerated(n_shards=2, backend="dask", client=client)`` on
+* ``2 shards (dask)``: ``ParallelAcceleratedIBP(n_shards=2, backend="dask", client=client)`` on
   a ``LocalCluster(n_workers=2, threads_per_worker=1, processes=True)`` on 127.0.0.1.
 
 with ``sweeps_per_sync`` 1 and 5 (one estimator iteration is one synchronisation, that is
@@ -60,9 +60,9 @@ there was. Printed: every round, and the median ratios over all rounds and over 
 in which that measure was at least 1.8.
 
 d. The issue's second data set, N = 100,000, D = 1,000 binary (the Flickr data's size;
-``--quick``: 20,000 rows), with the binary likelihood (``"bernoulli"``, the leaky noisy-or):
-``ParallelNoisyOr`` with 1 and 2 shards (threads) and 2 shards on Dask, against the serial
-``MetropolisGibbs``, the solvers driven directly from the true ``Z`` and ``A``
+``--quick``: 20,000 rows), with the binary likelihood (``"noisy_or"``, the leaky noisy-or):
+``ParallelNoisyOrIBP`` with 1 and 2 shards (threads) and 2 shards on Dask, against the serial
+``MetropolisIBP``, the solvers driven directly from the true ``Z`` and ``A``
 (``--binary-only`` runs this part alone).
 """
 
@@ -86,8 +86,8 @@ from bench_solvers import print_environment, scaling_data  # noqa: E402
 
 import sklearn_ibp  # noqa: E402
 from sklearn_ibp import IBPFactorAnalysis  # noqa: E402
-from sklearn_ibp.distributed import ParallelAccelerated, ParallelNoisyOr  # noqa: E402
-from sklearn_ibp.solvers import AcceleratedGibbs  # noqa: E402
+from sklearn_ibp.distributed import ParallelAcceleratedIBP, ParallelNoisyOrIBP  # noqa: E402
+from sklearn_ibp.solvers import AcceleratedIBP  # noqa: E402
 
 PIANO_N, PIANO_D = 57931, 161
 FLICKR_N, FLICKR_D = 100_000, 1_000
@@ -105,11 +105,11 @@ class _TimedSweeps:
         self.__dict__.setdefault("sweep_seconds_", []).append(time.perf_counter() - start)
 
 
-class TimedAccelerated(_TimedSweeps, AcceleratedGibbs):
+class TimedAccelerated(_TimedSweeps, AcceleratedIBP):
     pass
 
 
-class TimedParallel(_TimedSweeps, ParallelAccelerated):
+class TimedParallel(_TimedSweeps, ParallelAcceleratedIBP):
     pass
 
 
@@ -317,19 +317,19 @@ def binary_data(n_samples, n_dims, n_features=20, seed=0):
 
 
 def binary_section(quick, use_dask, n_sweeps=None):
-    """d. ``ParallelNoisyOr`` (likelihood="bernoulli") at the Flickr data's size: seconds
+    """d. ``ParallelNoisyOrIBP`` (likelihood="noisy_or") at the Flickr data's size: seconds
     per sweep with 1 and 2 shards (threads) and 2 shards on a 2-worker Dask
-    ``LocalCluster``, against the serial ``MetropolisGibbs``; the solvers are driven
+    ``LocalCluster``, against the serial ``MetropolisIBP``; the solvers are driven
     directly from the true ``Z`` and ``A`` (``epsilon = 0.99``, ``lambda = 0.05``,
     ``p_a = 0.05``, ``alpha = 2``), each sweep followed by the parameters' step as in the
     estimator (untimed); one untimed sweep first (placement, compilation)."""
     from sklearn_ibp.likelihoods import LeakyNoisyOr
-    from sklearn_ibp.solvers import MetropolisGibbs
+    from sklearn_ibp.solvers import MetropolisIBP
 
     N = 20_000 if quick else FLICKR_N
     n_sweeps = n_sweeps or (2 if quick else 3)
     print(f"\nd. Binary data, N = {N:,}, D = {FLICKR_D:,} (the Flickr data's size"
-          f"{'' if N == FLICKR_N else '; --quick: 20,000 rows'}): ParallelNoisyOr, "
+          f"{'' if N == FLICKR_N else '; --quick: 20,000 rows'}): ParallelNoisyOrIBP, "
           f"{n_sweeps} timed sweeps per configuration, seconds per sweep")
     start = time.perf_counter()
     X, Z, A = binary_problem(N, FLICKR_D)
@@ -354,7 +354,7 @@ def binary_section(quick, use_dask, n_sweeps=None):
     with threadpool_limits(limits=1, user_api="blas"):
         for c in configs:
             kind, shards = c
-            solver = MetropolisGibbs() if kind == "serial" else ParallelNoisyOr(
+            solver = MetropolisIBP() if kind == "serial" else ParallelNoisyOrIBP(
                 n_shards=shards, backend=kind, client=client if kind == "dask" else None)
             rng = np.random.default_rng(1)
             t0 = time.perf_counter()
@@ -378,7 +378,7 @@ def binary_section(quick, use_dask, n_sweeps=None):
                 root = f"{np.median(solver.timings_['root'][1:]):7.2f}"
                 solver.close()
             results[c] = np.median(seconds)
-            label = "serial MetropolisGibbs" if kind == "serial" else name_of(c)
+            label = "serial MetropolisIBP" if kind == "serial" else name_of(c)
             print(f"  {label:<22}{np.median(seconds):9.2f}{np.min(seconds):8.2f}"
                   f"{compute:>9}{root:>7}{init:8.2f}{state.n_features:5d}", flush=True)
             del state
@@ -400,7 +400,7 @@ def main(argv=None):
     parser.add_argument("--quick", action="store_true", help="N = 10,000, fewer rounds")
     parser.add_argument("--no-dask", action="store_true", help="threads only")
     parser.add_argument("--binary-only", action="store_true",
-                        help="only section d (ParallelNoisyOr on binary data)")
+                        help="only section d (ParallelNoisyOrIBP on binary data)")
     args = parser.parse_args(argv)
     if args.binary_only:
         binary_section(args.quick, not args.no_dask)
@@ -435,7 +435,7 @@ def main(argv=None):
         # The starting state: a few serial sweeps from the true Z on the centred data
         # (the estimator centres X the same way).
         rng = np.random.default_rng(0)
-        burner = AcceleratedGibbs()
+        burner = AcceleratedIBP()
         state = burner.initialize(X - X.mean(axis=0), Z_true.astype(np.int8),
                                   {**HYPER, "beta": 1.0}, rng)
         for _ in range(burn):

@@ -49,10 +49,10 @@ from numpy_accelerated import NumpyAcceleratedGibbs  # noqa: E402
 
 from sklearn_ibp.datasets import make_block_images  # noqa: E402
 from sklearn_ibp.solvers import (  # noqa: E402
-    AcceleratedGibbs,
-    CollapsedGibbs,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    AcceleratedIBP,
+    CollapsedIBP,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 
 BLOCK_HYPER = dict(alpha=1.0, beta=1.0, sigma_x=0.5, sigma_a=1.0)
@@ -68,10 +68,10 @@ TARGET_SECONDS_10K = 1.0
 
 def all_solvers():
     return {
-        "accelerated": AcceleratedGibbs(),
-        "collapsed": CollapsedGibbs(),
-        "uncollapsed": UncollapsedGibbs(),
-        "semi_collapsed": SemiCollapsedGibbs(),
+        "accelerated": AcceleratedIBP(),
+        "collapsed": CollapsedIBP(),
+        "uncollapsed": UncollapsedIBP(),
+        "semi_collapsed": SemiCollapsedIBP(),
         "numpy_baseline": NumpyAcceleratedGibbs(),
     }
 
@@ -186,7 +186,7 @@ def block_images(quick):
     N = X.shape[0]
     Z_a = np.hstack([Z_true, np.ones((N, 1), dtype=np.int8)])
     # A state of the chain: 50 accelerated sweeps from one all-ones feature.
-    solver, rng = AcceleratedGibbs(), np.random.default_rng(0)
+    solver, rng = AcceleratedIBP(), np.random.default_rng(0)
     state = solver.initialize(X, np.ones((N, 1), dtype=np.int8), BLOCK_HYPER, rng)
     for _ in range(50):
         solver.sweep(state, rng)
@@ -243,7 +243,7 @@ def scaling(quick):
     for N in sizes:
         X, Z0 = scaling_data(N)
         res = time_solvers(
-            {"accelerated": AcceleratedGibbs(), "numpy_baseline": NumpyAcceleratedGibbs()},
+            {"accelerated": AcceleratedIBP(), "numpy_baseline": NumpyAcceleratedGibbs()},
             X, Z0, SCALING_HYPER, {"accelerated": acc_rounds, "numpy_baseline": numpy_rounds[N]},
         )
         a, b = res["accelerated"], res["numpy_baseline"]

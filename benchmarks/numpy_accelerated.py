@@ -20,7 +20,7 @@ Per row ``n`` (in a random order):
 
 ``S`` and ``M`` are recomputed from the exact ``Z^T Z`` and ``Z^T X`` every ``refresh_every``
 rows, and empty features are compacted away at the end of the sweep, as in
-:class:`sklearn_ibp.solvers.AcceleratedGibbs`. Only the sampler is shared with the numba
+:class:`sklearn_ibp.solvers.AcceleratedIBP`. Only the sampler is shared with the numba
 solver, not the code: this file imports nothing from :mod:`sklearn_ibp`.
 
 Run ``python benchmarks/numpy_accelerated.py`` to check it against the numba solver (the
@@ -279,7 +279,7 @@ def check_against_numba(n_chains=4, n_sweeps=2500, burn_in=100, seed=0):
     z_score_ones)``. The standard errors come from batch means over all chains.
     """
     from sklearn_ibp.datasets import make_ibp_linear_gaussian
-    from sklearn_ibp.solvers import AcceleratedGibbs
+    from sklearn_ibp.solvers import AcceleratedIBP
 
     X, _, _ = make_ibp_linear_gaussian(
         n_samples=25, n_dims=4, alpha=2.0, sigma_x=0.7, sigma_a=1.0, random_state=seed
@@ -300,7 +300,7 @@ def check_against_numba(n_chains=4, n_sweeps=2500, burn_in=100, seed=0):
         return v.mean(), batches.std(ddof=1) / math.sqrt(n_batches)
 
     k_np, o_np = pooled(NumpyAcceleratedGibbs())
-    k_nb, o_nb = pooled(AcceleratedGibbs())
+    k_nb, o_nb = pooled(AcceleratedIBP())
     out = []
     for a, b in ((k_np, k_nb), (o_np, o_nb)):
         (ma, sa), (mb, sb) = mean_and_se(a), mean_and_se(b)

@@ -1,6 +1,6 @@
 """The dd-IBP sampler in plain NumPy: the speed baseline of ``bench_ddibp.py``.
 
-The sampler is the one of :class:`sklearn_ibp.solvers.ddibp.ddibp_gibbs.DistanceDependentGibbs`
+The sampler is the one of :class:`sklearn_ibp.solvers.ddibp.ddibp_gibbs.GibbsDDIBP`
 (Gershman, Frazier and Blei, "Distance dependent infinite latent feature models", sec. 5,
 with the collapsed linear-Gaussian likelihood of eq. 36): the same moves, the same proposals
 and the same acceptance ratios, written the way a competent NumPy programmer would write
@@ -328,11 +328,11 @@ def check_against_numba(n_chains=4, n_sweeps=5000, burn_in=200, seed=0):
 
     Returns a dict ``{statistic: (numpy_mean, numpy_se, numba_mean, numba_se, z)}``.
     """
-    from sklearn_ibp.solvers.ddibp.ddibp_gibbs import DistanceDependentGibbs
+    from sklearn_ibp.solvers.ddibp.ddibp_gibbs import GibbsDDIBP
 
     X, hyper = _tiny_problem(seed)
     runs = {}
-    for name, solver in (("numpy", NumpyDDIBPGibbs()), ("numba", DistanceDependentGibbs())):
+    for name, solver in (("numpy", NumpyDDIBPGibbs()), ("numba", GibbsDDIBP())):
         chains = [_chain(solver, X, hyper, 1000 * seed + 17 * c + (name == "numba"),
                          n_sweeps, burn_in) for c in range(n_chains)]
         runs[name] = ([c[0] for c in chains], [c[1] for c in chains])

@@ -49,7 +49,7 @@ features in the exact two-row test below (``E[sum Z]`` 2.4264 +- 0.0016 against 
 2.4194, 64 chains; with the likelihood switched off the prior came out right); with random
 orders it agrees.
 
-Differences from :class:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.HierarchyGibbs` (its
+Differences from :class:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.GibbsHierarchy` (its
 ``sweep`` with the DP upper process and the ``or`` link): the same model and the same
 target posterior, but
 
@@ -73,7 +73,7 @@ This file imports nothing from :mod:`sklearn_ibp` except in its self-check,
 off (``D = 0``) the chain must reproduce the DP-IBP prior (exact ``E[L]`` and ``E[K]``), and
 on two rows (``D = 2``) its posterior means of ``L``, ``K`` and ``sum(Z)`` must match the
 exact posterior, computed with ``A`` integrated out by quadrature
-(:func:`_exact_two_row_posterior`). The same numbers are printed for ``HierarchyGibbs``.
+(:func:`_exact_two_row_posterior`). The same numbers are printed for ``GibbsHierarchy``.
 """
 
 from __future__ import annotations
@@ -477,9 +477,9 @@ def _self_check(n_chains=8, n_sweeps=5000, ours_chains=32, ours_sweeps=15000, bu
               f"{mean:.4f} +- {se:.4f} (exact {exact[i]:.4f}), z = {(mean - exact[i]) / se:+.2f}"
               f"  [{n_chains} chains x {n_sweeps} sweeps]")
 
-    # 2. The exact posterior of two rows (A integrated out), NumPy and HierarchyGibbs.
+    # 2. The exact posterior of two rows (A integrated out), NumPy and GibbsHierarchy.
     from sklearn_ibp.likelihoods import ExponentialGaussian
-    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs
+    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import GibbsHierarchy
 
     X = np.array([[1.2, 0.3], [1.0, 0.9]])
     hyper = dict(alpha_c=1.0, alpha_m=1.0, sigma_x=0.5, rate=1.0)
@@ -491,7 +491,7 @@ def _self_check(n_chains=8, n_sweeps=5000, ours_chains=32, ours_sweeps=15000, bu
         st = base.initialize(X, np.ones((2, 1)), np.zeros((1, 0)), np.zeros((0, 2)))
         return (lambda: base.sweep(st, rng)), st
 
-    lik, ours = ExponentialGaussian(), HierarchyGibbs()
+    lik, ours = ExponentialGaussian(), GibbsHierarchy()
     params = dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"])
 
     def ours_chain(rng):
@@ -502,7 +502,7 @@ def _self_check(n_chains=8, n_sweeps=5000, ours_chains=32, ours_sweeps=15000, bu
     runs = (
         ("NumPy", base_chain, lambda st: (st.n_categories, st.n_features, int(st.Z.sum())),
          n_chains, n_sweeps, 200),
-        ("HierarchyGibbs", ours_chain,
+        ("GibbsHierarchy", ours_chain,
          lambda st: (st.n_categories, st.n_features, int(st.live[2].sum())),
          ours_chains, ours_sweeps, 300),
     )

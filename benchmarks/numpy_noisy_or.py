@@ -15,7 +15,7 @@ parents of ``z_nk``, and
 soon as they appear. Every entry is observed (no missing-data mask).
 
 One sweep makes the same Markov chain moves as
-:meth:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.HierarchyGibbs.sweep` with ``upper="ibp"``,
+:meth:`sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.GibbsHierarchy.sweep` with ``upper="ibp"``,
 ``link="noisy_or"`` and ``transfer_moves=False, merge_split_moves=False`` (the kernels
 ``ibp_rows``, ``link_pass``, ``child_pass`` and the likelihood's ``A`` update), written
 the way a careful researcher would write them in NumPy: vectorised over the members of a
@@ -52,11 +52,11 @@ their noisy-or priors (the joint move of sec. 7.2.3).
    once, keeping the residual current; the truncated Gaussian by the inverse CDF in log
    space (:func:`numpy_hierarchy.draw_nonnegative_normal`). Then ``pred = Z A`` afresh.
 
-Differences from ``HierarchyGibbs`` (``upper="ibp"``, ``link="noisy_or"``):
+Differences from ``GibbsHierarchy`` (``upper="ibp"``, ``link="noisy_or"``):
 
 * no transfer moves and no merge/split moves (ours tries ``K`` and ``min(L, 8)`` a sweep
   by default); ``bench_hierarchy.py`` therefore also times ours with
-  ``HierarchyGibbs(transfer_moves=False, merge_split_moves=False)``, which makes exactly
+  ``GibbsHierarchy(transfer_moves=False, merge_split_moves=False)``, which makes exactly
   the moves above;
 * the random numbers are drawn in another order and by other algorithms (the truncated
   Gaussians of the proposals and of ``A`` by the inverse CDF here, by rejection in ours),
@@ -81,7 +81,7 @@ This file imports nothing from :mod:`sklearn_ibp` except in its self-check,
 likelihood) the chain must reproduce the noisy-or IBP-IBP prior (``E[L]``, ``E[K]``,
 ``E[sum Z]`` against a Monte Carlo of direct prior draws); (b) on three rows in two
 dimensions its posterior means of ``L``, ``K`` and ``sum Z`` must agree with those of
-``HierarchyGibbs`` (both with their default moves, long chains; z-scores of the
+``GibbsHierarchy`` (both with their default moves, long chains; z-scores of the
 difference).
 """
 
@@ -654,9 +654,9 @@ def _self_check(prior_chains=32, prior_sweeps=2000, prior_draw_count=40000, n_ch
               f"(prior draws {exact[i]:.4f} +- {exact_se[i]:.4f}), z = {z:+.2f}  "
               f"[{prior_chains} chains x {prior_sweeps} sweeps; {prior_draw_count} draws]")
 
-    # (b) Three rows, D = 2: NumPy against HierarchyGibbs (default moves).
+    # (b) Three rows, D = 2: NumPy against GibbsHierarchy (default moves).
     from sklearn_ibp.likelihoods import ExponentialGaussian
-    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs
+    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import GibbsHierarchy
 
     X = np.array([[1.2, 0.3], [1.0, 0.9], [0.1, 1.1]])
     hyper = dict(alpha_c=1.0, alpha_m=1.0, q=0.3, sigma_x=0.5, rate=1.0)
@@ -667,7 +667,7 @@ def _self_check(prior_chains=32, prior_sweeps=2000, prior_draw_count=40000, n_ch
         st = base.initialize(X, *empty)
         return (lambda: base.sweep(st, rng)), st
 
-    lik, ours = ExponentialGaussian(), HierarchyGibbs()
+    lik, ours = ExponentialGaussian(), GibbsHierarchy()
     params = dict(sigma_x=hyper["sigma_x"], rate=hyper["rate"])
 
     def ours_chain(rng):
@@ -689,9 +689,9 @@ def _self_check(prior_chains=32, prior_sweeps=2000, prior_draw_count=40000, n_ch
     for i, name in enumerate(names):
         z = (mb[i] - mo[i]) / math.hypot(sb[i], so[i])
         print(f"  (b) posterior, N = 3, D = 2: E[{name}] NumPy {mb[i]:.4f} +- {sb[i]:.4f}, "
-              f"HierarchyGibbs {mo[i]:.4f} +- {so[i]:.4f}, z = {z:+.2f}")
+              f"GibbsHierarchy {mo[i]:.4f} +- {so[i]:.4f}, z = {z:+.2f}")
     print(f"      [NumPy {n_chains} chains x {n_sweeps} sweeps, {t1 - t0:.0f} s; "
-          f"HierarchyGibbs {ours_chains} x {ours_sweeps}, {t2 - t1:.0f} s; X = {X.tolist()}, "
+          f"GibbsHierarchy {ours_chains} x {ours_sweeps}, {t2 - t1:.0f} s; X = {X.tolist()}, "
           f"q = {hyper['q']}, sigma_x = {hyper['sigma_x']}, rate = {hyper['rate']}, "
           f"alpha_C = alpha_M = 1]")
     print(f"  ({burn_in} burn-in sweeps per chain; {time.perf_counter() - t_start:.0f} s)")

@@ -7,7 +7,7 @@ The linear-Gaussian model lets features cancel each other: a feature may be nega
 where another is positive. When the data are sums of non-negative parts (intensities,
 counts, spectra), ``likelihood="exponential"`` gives every feature value an exponential
 prior, so features are non-negative. When the data are binary,
-``likelihood="bernoulli"`` observes them through a leaky noisy-or: each present feature
+``likelihood="noisy_or"`` observes them through a leaky noisy-or: each present feature
 that covers a pixel switches it on with probability ``1 - lambda``, and a pixel no feature
 covers is on with probability ``1 - epsilon`` (Doshi-Velez 2009, appendix A).
 
@@ -66,10 +66,10 @@ print(f"exponential: K = {nonneg.n_components_}, smallest feature value "
 
 X_binary = LeakyNoisyOr().sample_data(Z, A, {"epsilon": 0.95, "lambda": 0.1, "p_a": 0.5},
                                       np.random.default_rng(0))
-binary = IBPFactorAnalysis(likelihood="bernoulli", solver="semi_ordered_slice",
+binary = IBPFactorAnalysis(likelihood="noisy_or", solver="semi_ordered_slice",
                            n_iter=n_iter, n_chains=n_chains, random_state=0).fit(X_binary)
 params = binary.likelihood_params_
-print(f"bernoulli: K = {binary.n_components_}, epsilon = {params['epsilon']:.3f} "
+print(f"noisy_or: K = {binary.n_components_}, epsilon = {params['epsilon']:.3f} "
       f"(true 0.95), lambda = {params['lambda']:.3f} (true 0.1)")
 
 # %%

@@ -3,7 +3,7 @@
 Data-parallel inference: the rows split into shards
 =========================================================
 
-:class:`~sklearn_ibp.distributed.ParallelAccelerated` is the data-parallel accelerated
+:class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP` is the data-parallel accelerated
 Gibbs sampler of Doshi-Velez (2009, ch. 5). The rows are split into ``n_shards``
 blocks. Between two synchronisations every shard runs accelerated Gibbs sweeps on its
 own rows, holding the other shards' rows at their last synchronised state; then the
@@ -32,7 +32,7 @@ import numpy as np  # noqa: E402
 
 from sklearn_ibp import IBPFactorAnalysis  # noqa: E402
 from sklearn_ibp.datasets import make_block_images  # noqa: E402
-from sklearn_ibp.distributed import ParallelAccelerated  # noqa: E402
+from sklearn_ibp.distributed import ParallelAcceleratedIBP  # noqa: E402
 
 # With SKLEARN_IBP_QUICK_EXAMPLES=1 (the test suite sets it) every size is cut down so
 # that the script runs in seconds; the results then mean little.
@@ -61,9 +61,9 @@ print(f"training rows: {X_train.shape[0]}, held-out rows: {X_test.shape[0]}")
 
 solvers = {
     "serial accelerated": "accelerated",
-    "1 shard": ParallelAccelerated(n_shards=1),
-    "2 shards": ParallelAccelerated(n_shards=2),
-    "4 shards": ParallelAccelerated(n_shards=4),
+    "1 shard": ParallelAcceleratedIBP(n_shards=1),
+    "2 shards": ParallelAcceleratedIBP(n_shards=2),
+    "4 shards": ParallelAcceleratedIBP(n_shards=4),
 }
 models, held_out, seconds = {}, {}, {}
 for name, solver in solvers.items():

@@ -12,7 +12,7 @@ each ``z_nk`` of a feature other rows also hold is drawn from
 are replaced by a ``Poisson(alpha / N)`` number of new ones, accepted with the ratio of
 the collapsed likelihoods (a Metropolis-Hastings step whose proposal is the prior;
 Meeds et al. 2007). ``p(X | Z)`` is recomputed from scratch at every step, so it is slow:
-the package's :class:`~sklearn_ibp.solvers.AcceleratedGibbs` draws from the same
+the package's :class:`~sklearn_ibp.solvers.AcceleratedIBP` draws from the same
 conditionals in a fraction of the time. What the solver does not write (the
 hyperparameter and missing-value updates, the log joint, snapshots and checkpoints) it
 inherits from :class:`~sklearn_ibp.solvers.BaseIBPSolver`.

@@ -11,7 +11,7 @@ from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.base import TRACE_NAMES, NoFeaturesWarning, SamplingInterruptedWarning
 from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
 from sklearn_ibp.priors.ibp import ibp_log_prob
-from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
+from sklearn_ibp.solvers import SOLVERS, AcceleratedIBP
 
 
 def _model(**params):
@@ -68,12 +68,12 @@ def test_log_joint_trace_is_the_model_log_joint(small_data):
 
 # -- KeyboardInterrupt -----------------------------------------------------------------
 def _interrupt_on_call(monkeypatch, k, corrupt=False):
-    """Make ``AcceleratedGibbs.sweep`` raise KeyboardInterrupt on its ``k``-th call.
+    """Make ``AcceleratedIBP.sweep`` raise KeyboardInterrupt on its ``k``-th call.
 
     With ``corrupt`` the interrupted call first changes the state in place, as a real
     Ctrl-C does: it surfaces right after a numba kernel returned, mid-sweep.
     """
-    original = AcceleratedGibbs.sweep
+    original = AcceleratedIBP.sweep
     calls = {"n": 0}
 
     def sweep(self, state, rng):
@@ -85,7 +85,7 @@ def _interrupt_on_call(monkeypatch, k, corrupt=False):
             raise KeyboardInterrupt
         original(self, state, rng)
 
-    monkeypatch.setattr(AcceleratedGibbs, "sweep", sweep)
+    monkeypatch.setattr(AcceleratedIBP, "sweep", sweep)
     return calls
 
 
@@ -296,7 +296,7 @@ def test_bounded_alpha_update_recovers_the_prior():
     n_rows, n_dims, n_steps, bound = 6, 2, 12000, 3
     rng = np.random.default_rng(1)
     estimator = IBPFactorAnalysis(sample_hyperparameters=True)
-    solver = AcceleratedGibbs()
+    solver = AcceleratedIBP()
     alpha = rng.gamma(1.0)
     Z = sample_ibp(n_rows, alpha, random_state=rng)
     while Z.shape[1] > bound:

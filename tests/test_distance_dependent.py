@@ -283,19 +283,19 @@ def test_grid_search_over_decay_and_alpha_scores_by_held_out_density():
 def test_solver_by_name_or_object():
     """``solver=`` takes the registered name or a configured sampler (copied, never
     changed); the default is the Gibbs sampler, bit for bit."""
-    from sklearn_ibp.solvers import DistanceDependentGibbs
+    from sklearn_ibp.solvers import GibbsDDIBP
 
     X, _ = time_indexed_blocks(40)
     kw = dict(covariate_columns=[0], sigma_x=0.5, n_iter=6, random_state=0)
     by_name = DistanceDependentIBP(solver="gibbs", **kw).fit(X)
     default = DistanceDependentIBP(**kw).fit(X)
-    given = DistanceDependentGibbs()
+    given = GibbsDDIBP()
     by_object = DistanceDependentIBP(solver=given, **kw).fit(X)
     for other in (default, by_object):
         np.testing.assert_array_equal(other.Z_, by_name.Z_)
         np.testing.assert_array_equal(other.traces_["log_joint"], by_name.traces_["log_joint"])
-    assert by_object.solver is given and given.get_params() == DistanceDependentGibbs().get_params()
-    metropolis = DistanceDependentIBP(solver=DistanceDependentGibbs(), **kw)
+    assert by_object.solver is given and given.get_params() == GibbsDDIBP().get_params()
+    metropolis = DistanceDependentIBP(solver=GibbsDDIBP(), **kw)
     metropolis.set_params(solver__link_update="metropolis").fit(X)
     assert metropolis._solver.link_update == "metropolis"
     assert not np.array_equal(metropolis.traces_["log_joint"], by_name.traces_["log_joint"])
@@ -305,9 +305,9 @@ def test_solver_by_name_or_object():
 def test_a_solver_of_another_kind_is_refused(solver):
     """An IBP solver's name or any object without the dd-IBP sampler's methods is refused,
     naming ``solver``."""
-    from sklearn_ibp.solvers import AcceleratedGibbs
+    from sklearn_ibp.solvers import AcceleratedIBP
 
     X, _ = time_indexed_blocks(20)
-    for bad in (solver, AcceleratedGibbs()):
+    for bad in (solver, AcceleratedIBP()):
         with pytest.raises(ValueError, match="'solver' parameter of DistanceDependentIBP"):
             DistanceDependentIBP(solver=bad, covariate_columns=[0], n_iter=2).fit(X)

@@ -15,7 +15,7 @@ from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.base import NoFeaturesWarning
 from sklearn_ibp.datasets import make_block_images
 from sklearn_ibp.estimators import factor_analysis
-from sklearn_ibp.solvers import SOLVERS, AcceleratedGibbs
+from sklearn_ibp.solvers import SOLVERS, AcceleratedIBP
 
 SOLVER_NAMES = sorted(SOLVERS)
 
@@ -84,7 +84,7 @@ class _OnlyInitialize:
         raise AssertionError("must be refused before use")
 
 
-class _NoisyOrOnlySolver(AcceleratedGibbs):
+class _NoisyOrOnlySolver(AcceleratedIBP):
     likelihoods = ("noisy_or",)
 
 
@@ -121,24 +121,24 @@ def _set(X, index, value):
             {"solver": "collapsed", "likelihood": "exponential"},
             None,
             r"solver='collapsed' cannot serve likelihood='exponential'; solvers that can: "
-            r"\['approximate_gibbs', 'map', 'metropolis', 'particle', 'semi_ordered_slice', "
+            r"\['approximate_gibbs', 'map_climb', 'metropolis', 'particle', 'semi_ordered_slice', "
             r"'slice', 'tempering', 'truncated_gibbs'\]",
         ),
         (
-            {"solver": "accelerated", "likelihood": "bernoulli"},
+            {"solver": "accelerated", "likelihood": "noisy_or"},
             lambda X: (X > 0.5).astype(float),
-            "cannot serve likelihood='bernoulli'; solvers that can: .*'truncated_gibbs'",
+            "cannot serve likelihood='noisy_or'; solvers that can: .*'truncated_gibbs'",
         ),
         ({"solver": "slice", "beta": 2.0}, None, r"beta=2.0 .*\['accelerated', 'collapsed'"),
         (
-            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": None, "sigma_a": None},
+            {"likelihood": "noisy_or", "solver": "slice", "sigma_x": None, "sigma_a": None},
             None,
             "X must be binary",
         ),
         (
-            {"likelihood": "bernoulli", "solver": "slice", "sigma_x": 1.0},
+            {"likelihood": "noisy_or", "solver": "slice", "sigma_x": 1.0},
             lambda X: (X > 0.5).astype(float),
-            "sigma_x and sigma_a must be None for likelihood='bernoulli'",
+            "sigma_x and sigma_a must be None for likelihood='noisy_or'",
         ),
     ],
 )
@@ -203,7 +203,7 @@ def test_same_seed_is_bit_identical_and_seeds_differ(block_data, solver):
 
 def test_solver_object_is_equivalent_to_its_name(block_data):
     by_name = _fit(block_data, solver="accelerated", n_iter=6)
-    by_object = _fit(block_data, solver=AcceleratedGibbs(), n_iter=6)
+    by_object = _fit(block_data, solver=AcceleratedIBP(), n_iter=6)
     assert np.array_equal(by_name.traces_["log_joint"], by_object.traces_["log_joint"])
 
 
@@ -211,7 +211,7 @@ class _DuckSolver:
     """A solver that is not a BaseEstimator (no get_params): it must still be usable."""
 
     def __init__(self):
-        self._inner = AcceleratedGibbs()
+        self._inner = AcceleratedIBP()
         # Optional attribute: where the estimator starts the chains (no feature here).
         self.starts_empty = self._inner.starts_empty
 
@@ -457,7 +457,7 @@ def test_bounded_prior_is_the_truncated_ibp():
 
     N, alpha, bound = 12, 2.0, 3
     hyper = dict(alpha=alpha, beta=1.0, sigma_x=1.0, sigma_a=1.0, max_features=bound)
-    _, draws = run_solver(AcceleratedGibbs(k_max=8), np.zeros((N, 0)), hyper,
+    _, draws = run_solver(AcceleratedIBP(k_max=8), np.zeros((N, 0)), hyper,
                           n_sweeps=6000, seed=3, thin=2, burn_in=100,
                           record=lambda s: s.n_features)
     K = np.asarray(draws, dtype=float)

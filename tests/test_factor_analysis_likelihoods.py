@@ -51,7 +51,7 @@ def test_exponential_recovers_nonnegative_block_features(seed):
 @pytest.mark.parametrize("seed", [1, 6])
 def test_bernoulli_recovers_the_four_shapes_through_noisy_or_noise(seed):
     X, Z, A = _noisy_or_blocks(200, seed)
-    model = IBPFactorAnalysis(likelihood="bernoulli", solver="semi_ordered_slice",
+    model = IBPFactorAnalysis(likelihood="noisy_or", solver="semi_ordered_slice",
                               n_iter=300, n_chains=4, random_state=seed).fit(X)
     assert set(np.unique(model.components_)) <= {0.0, 1.0}
     assert np.all(_best_correlation(A, model.components_) > 0.9)
@@ -69,7 +69,7 @@ def test_bernoulli_recovers_the_four_shapes_through_noisy_or_noise(seed):
 @pytest.fixture(scope="module")
 def bernoulli_model():
     X, _, _ = _noisy_or_blocks(120, 3)
-    model = IBPFactorAnalysis(likelihood="bernoulli", solver="semi_ordered_slice",
+    model = IBPFactorAnalysis(likelihood="noisy_or", solver="semi_ordered_slice",
                               n_iter=150, n_chains=2, random_state=3).fit(X)
     return model, X
 
@@ -120,7 +120,7 @@ def test_bernoulli_sample_and_missing_entries(bernoulli_model):
     q = model.transform(Xm)
     assert q.shape == (X.shape[0], model.n_components_) and not np.isnan(q).any()
     # Fitting with missing entries: they are left out of the likelihood, not imputed.
-    refit = IBPFactorAnalysis(likelihood="bernoulli", solver="slice", n_iter=20,
+    refit = IBPFactorAnalysis(likelihood="noisy_or", solver="slice", n_iter=20,
                               random_state=0).fit(Xm)
     assert np.isfinite(refit.score(Xm))
 

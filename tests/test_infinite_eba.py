@@ -31,7 +31,7 @@ from sklearn_ibp.likelihoods.choice import (
 )
 from sklearn_ibp.priors.ibp import harmonic_rate, ibp_log_prob
 from sklearn_ibp.solvers.eba import _eba_slice_kernels as kernels
-from sklearn_ibp.solvers.eba.eba_slice import EBASliceSampler
+from sklearn_ibp.solvers.eba.eba_slice import SliceEBA
 
 LAPSE = 0.01
 UPPER = np.triu_indices(4, 1)
@@ -126,7 +126,7 @@ def _pattern_key(Z, patterns):
 def _run_sampler(wins, alpha, n_sweeps, thin, seed, patterns, burn_in=300,
                  weight_shape=1.0):
     N = wins.shape[0]
-    solver = EBASliceSampler()
+    solver = SliceEBA()
     state = solver.initialize(wins, np.zeros((N, 0)), np.zeros(0), np.ones(N), alpha, LAPSE,
                               adapt_sweeps=burn_in, weight_shape=weight_shape)
     rng = np.random.default_rng(seed)
@@ -226,7 +226,7 @@ def test_prior_recovery_without_data():
     give mean K 4.559 and variance 4.532 against 4.567, mean row sum 1.998 against 2)."""
     N, alpha = 5, 2.0
     wins = np.zeros((N, N))
-    solver = EBASliceSampler()
+    solver = SliceEBA()
     state = solver.initialize(wins, np.zeros((N, 0)), np.zeros(0), np.ones(N), alpha, LAPSE,
                               adapt_sweeps=200)
     rng = np.random.default_rng(0)
@@ -254,7 +254,7 @@ def test_prior_recovery_weight_shape():
     (unique weight of alternative 0), seed 0, draws 10 sweeps apart."""
     N, alpha, a = 4, 2.0, 0.25
     wins = np.zeros((N, N))
-    solver = EBASliceSampler()
+    solver = SliceEBA()
     state = solver.initialize(wins, np.zeros((N, 0)), np.zeros(0), np.ones(N), alpha, LAPSE,
                               adapt_sweeps=200, weight_shape=a)
     rng = np.random.default_rng(0)
@@ -353,7 +353,7 @@ def test_several_starts_free_a_stuck_chain():
     assert P[0, 1] > 0.97 and P[3, 2] > 0.97
     assert np.abs(P - PARIS_ROME_TABLE)[UPPER].max() < 0.1
     single = InfiniteEBA(n_iter=300, random_state=0,
-                         solver=EBASliceSampler(n_starts=1)).fit(X, y)
+                         solver=SliceEBA(n_starts=1)).fit(X, y)
     assert single.eba_probabilities_[0, 1] < 0.9  # the stuck chain, for contrast
 
 
@@ -365,12 +365,12 @@ def test_select_start_keeps_the_best_start_and_is_reproducible():
         out = []
         for _ in range(3):
             Z = (rng.random((4, 2)) < 0.5).astype(np.int8)
-            out.append(EBASliceSampler().initialize(
+            out.append(SliceEBA().initialize(
                 wins, Z, rng.gamma(0.25, 1.0, 2) + 1e-3, rng.gamma(0.25, 1.0, 4) + 1e-3,
                 1.0, 0.01, adapt_sweeps=10, weight_shape=0.25))
         return out
 
-    solver = EBASliceSampler(start_sweeps=20)
+    solver = SliceEBA(start_sweeps=20)
     rng = np.random.default_rng(0)
     candidates = starts(rng)
     best = solver.select_start(candidates, rng)
@@ -437,7 +437,7 @@ def test_tree_eba_beats_bradley_terry_leave_one_pair_out():
         held = W.copy()
         held[i, j] = held[j, i] = 0
         model = InfiniteEBA(n_alternatives=9, n_iter=800, random_state=0, weight_shape=1.0,
-                            solver=EBASliceSampler(weight_steps=3)).fit_counts(held)
+                            solver=SliceEBA(weight_steps=3)).fit_counts(held)
         eba.append(loss(P[i, j], model.choice_probabilities_[i, j]))
         btl.append(loss(P[i, j], bradley_terry_probabilities(fit_bradley_terry(held))[i, j]))
     eba, btl = np.mean(eba), np.mean(btl)

@@ -76,12 +76,12 @@ def _binary_blocks(n_samples, seed):
 
 
 def test_auto_likelihood_is_chosen_from_the_data(blocks):
-    # 0/1 data -> bernoulli; block images (non-negative shapes over a zero background,
+    # 0/1 data -> detection; block images (non-negative shapes over a zero background,
     # Gaussian noise) -> exponential; the same images standardised -> gaussian.
     X = blocks[0][:100]
     binary, _ = _binary_blocks(100, 3)
     standardised = (X - X.mean(axis=0)) / X.std(axis=0)
-    for data, expected in ((binary, "bernoulli"), (X, "exponential"),
+    for data, expected in ((binary, "detection"), (X, "exponential"),
                            (0.01 * X, "exponential"), (100.0 * X, "exponential"),
                            (standardised, "gaussian"), (-X, "gaussian")):
         model = NoisyOrHierarchy(upper="dp", link="or", n_iter=1, init_iter=0,
@@ -98,20 +98,20 @@ def test_auto_likelihood_is_chosen_from_the_data(blocks):
 def test_binary_data_with_a_real_valued_likelihood_warns():
     # On these 0/1 images (500 rows, three of them shown in the user guide) the Gaussian
     # likelihood fitted 26 features, none of them a shape (best correlations 0.52-0.71),
-    # where "bernoulli" fits 5 and finds the four shapes; the user is told.
+    # where "detection" fits 5 and finds the four shapes; the user is told.
     binary, _ = _binary_blocks(60, 3)
     for likelihood in ("gaussian", "exponential"):
-        with pytest.warns(UserWarning, match="likelihood='bernoulli'"):
+        with pytest.warns(UserWarning, match="likelihood='detection'"):
             NoisyOrHierarchy(likelihood=likelihood, n_iter=1, init_iter=0,
                              random_state=0).fit(binary)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         NoisyOrHierarchy(n_iter=1, init_iter=0, random_state=0).fit(binary)
-        NoisyOrHierarchy(likelihood="bernoulli", n_iter=1, init_iter=0,
+        NoisyOrHierarchy(likelihood="detection", n_iter=1, init_iter=0,
                          random_state=0).fit(binary)
 
 
-def test_imputer_draws_binary_values_when_auto_chose_bernoulli():
+def test_imputer_draws_binary_values_when_auto_chose_detection():
     # IBPImputer(sample_posterior=True) draws 0/1 values from a binary likelihood; it
     # reads the likelihood that "auto" chose (likelihood_), not the "auto" itself.
     from sklearn_ibp import IBPImputer
@@ -195,7 +195,7 @@ def test_binary_detection_likelihood_recovers_binary_shapes():
     clean = (X > 0.5).astype(float)
     flips = rng.random(clean.shape)
     noisy = np.where(clean == 1, flips > 0.1, flips < 0.05).astype(float)  # misses, false
-    model = NoisyOrHierarchy(upper="dp", link="or", likelihood="bernoulli", n_iter=80,
+    model = NoisyOrHierarchy(upper="dp", link="or", likelihood="detection", n_iter=80,
                              random_state=0).fit(noisy)
     assert np.all(_best_correlations(A, model.components_) > 0.9)
     assert set(np.unique(model.components_)) <= {0.0, 1.0}
@@ -271,7 +271,7 @@ def test_works_in_a_pipeline():
 def test_bad_input_gets_clear_errors():
     X = make_correlated_block_images(50, random_state=0)[0]
     with pytest.raises(ValueError, match="X"):
-        NoisyOrHierarchy(likelihood="bernoulli", n_iter=2).fit(X)
+        NoisyOrHierarchy(likelihood="detection", n_iter=2).fit(X)
     bad = X.copy()
     bad[0, 0] = np.inf
     with pytest.raises(ValueError, match="inf"):

@@ -11,7 +11,7 @@ import sklearn_ibp.base as base
 from sklearn_ibp import DistanceDependentIBP, DPMixture, IBPFactorAnalysis, NoisyOrHierarchy
 from sklearn_ibp.base import SamplingInterruptedWarning
 from sklearn_ibp.datasets import make_block_images, make_correlated_block_images
-from sklearn_ibp.solvers import AcceleratedGibbs
+from sklearn_ibp.solvers import AcceleratedIBP
 
 
 def _assert_identical(a, b, where="fit"):
@@ -66,7 +66,7 @@ CASES = {
     # Missing entries, more chains than workers, thinning.
     "ibp_fa": (IBPFactorAnalysis, dict(n_iter=6, thin=2, n_chains=3), "blocks"),
     "ibp_fa_solver_object": (
-        IBPFactorAnalysis, dict(solver=AcceleratedGibbs(window=2), n_iter=5, n_chains=2),
+        IBPFactorAnalysis, dict(solver=AcceleratedIBP(window=2), n_iter=5, n_chains=2),
         "blocks",
     ),
     "ddibp": (DistanceDependentIBP, dict(n_iter=5, n_chains=2), "blocks"),
@@ -133,7 +133,7 @@ def test_n_jobs_chooses_the_parallel_path(small_data, monkeypatch):
 def test_interrupt_in_the_parallel_path_leaves_a_usable_estimator(small_data, monkeypatch):
     # A thread backend, so that the patched sweep runs in the workers: the second chain
     # is interrupted at its third sweep, the first is not.
-    original = AcceleratedGibbs.sweep
+    original = AcceleratedIBP.sweep
 
     def sweep(self, state, rng):
         state_calls = getattr(state, "_test_calls", 0) + 1
@@ -142,7 +142,7 @@ def test_interrupt_in_the_parallel_path_leaves_a_usable_estimator(small_data, mo
             raise KeyboardInterrupt
         return original(self, state, rng)
 
-    monkeypatch.setattr(AcceleratedGibbs, "sweep", sweep)
+    monkeypatch.setattr(AcceleratedIBP, "sweep", sweep)
     reference = IBPFactorAnalysis(n_iter=6, burn_in=2, n_chains=2, random_state=0)
     reference.fit(small_data)
     model = IBPFactorAnalysis(n_iter=6, burn_in=2, n_chains=2, n_jobs=2, random_state=0)

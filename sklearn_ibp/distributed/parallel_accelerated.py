@@ -32,6 +32,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._deprecation import class_aliases
 from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..solvers.ibp._base import BaseIBPSolver, FeatureState
 from . import _metropolis
@@ -52,7 +53,7 @@ from ._shard import (
     run_round,
 )
 
-__all__ = ["ParallelAccelerated", "tree_sum"]
+__all__ = ["ParallelAcceleratedIBP", "tree_sum"]
 
 
 def _pad_to(array, K, square=False):
@@ -66,14 +67,14 @@ def _pad_to(array, K, square=False):
     return out
 
 
-class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseIBPSolver):
+class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, BaseIBPSolver):
     """Data-parallel accelerated Gibbs sampler (seed 000 ch. 5), in-process or on Dask.
 
     Parameters
     ----------
     n_shards : int, default=2
         Number of blocks of rows sampled in parallel (processors ``p`` in the seed). One
-        shard is the serial :class:`~sklearn_ibp.solvers.AcceleratedGibbs` (same draws at
+        shard is the serial :class:`~sklearn_ibp.solvers.AcceleratedIBP` (same draws at
         the same seed, bit for bit, with ``sweeps_per_sync=1``).
     sweeps_per_sync : int, default=1
         Accelerated sweeps each shard runs between two synchronisations; one estimator
@@ -103,7 +104,7 @@ class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseI
         afresh every sweep (sec. 5.1's feature sub-sampling); None samples them all. New
         features are always offered.
     window : int, default=1
-        Rows taken out of the feature posterior at a time (as in ``AcceleratedGibbs``).
+        Rows taken out of the feature posterior at a time (as in ``AcceleratedIBP``).
     refresh_every : int, default=100
         Windows between recomputations of a shard's feature posterior from its exact
         statistics.
@@ -559,3 +560,6 @@ class ParallelAccelerated(AsynchronousRoundsMixin, DistributedSolverMixin, BaseI
         st["data_version"] = object()
         st["sum_of_squares"] = float(np.sum(state.X**2))
         self._mark_refresh(state)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ParallelAccelerated": "ParallelAcceleratedIBP"})

@@ -12,7 +12,7 @@ everywhere, and the token (the right to create features) moves to the next shard
 (``n_tokens`` tokens, each held by a different shard).
 Asynchronously (``mode="asynchronous"``), each shard's message is taken in as it comes
 and the shard is sent on at once, as in
-:class:`~sklearn_ibp.distributed.ParallelAccelerated`.
+:class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from .._deprecation import class_aliases
 from ..priors.ibp import ibp_log_prob
 from ..solvers.ibp_explicit._explicit_base import (
     ExplicitFeatureSolver,
@@ -39,7 +40,7 @@ from ._noisy_or_shard import (
     run_noisy_or_round,
 )
 
-__all__ = ["ParallelNoisyOr"]
+__all__ = ["ParallelNoisyOrIBP"]
 
 _PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
@@ -82,10 +83,10 @@ def _sum_tables(shards):
     return n_zero, n_one
 
 
-class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitFeatureSolver):
+class ParallelNoisyOrIBP(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitFeatureSolver):
     """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
 
-    Serves ``IBPFactorAnalysis(likelihood="bernoulli")`` only. Synchronous: one estimator
+    Serves ``IBPFactorAnalysis(likelihood="noisy_or")`` only. Synchronous: one estimator
     iteration is one round, in which every shard runs ``sweeps_per_sync`` uncollapsed
     sweeps (Algorithm 13 for ``Z``, element-wise Gibbs for ``A``) given the others'
     statistics at the last synchronisation, then the messages are summed at the root.
@@ -107,7 +108,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
     damping). New features appear only on the token holders and reach the others one round
     later (the seed's bias toward fewer features, sec. 5.2): on 2000 block images with 4
     shards and 40 iterations, all four true features were found in 8 of 10 runs with one
-    token and in 10 of 10 with ``n_tokens=2`` (serial MetropolisGibbs 10 of 10; see the
+    token and in 10 of 10 with ``n_tokens=2`` (serial MetropolisIBP 10 of 10; see the
     data-parallel page of the docs).
 
     Parameters
@@ -121,7 +122,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         Synchronous: every shard waits for all the others at each synchronisation, and
         all start the next round from the same messages. Asynchronous (sec. 5.1,
         "Asynchronous Operation"), as in
-        :class:`~sklearn_ibp.distributed.ParallelAccelerated`: a shard's message is taken
+        :class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`: a shard's message is taken
         in as soon as it comes (in shard order, so that a fit is reproducible bit for
         bit at a given ``random_state``, whatever the backend) and the shard is sent on
         at once with the latest ``Q(A)`` and counts, in which the other shards are up
@@ -154,7 +155,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
     k_max : int, default=6
         Largest number of new features one proposal may hold (Algorithm 13).
     proposal : {"prior", "data"}, default="prior"
-        New features' values, as in :class:`~sklearn_ibp.solvers.MetropolisGibbs`.
+        New features' values, as in :class:`~sklearn_ibp.solvers.MetropolisIBP`.
     proposal_rate : float or None, default=None
         Poisson rate of the number of new features proposed; None uses ``alpha / N``.
     worker_timeout : float, default=60.0
@@ -223,7 +224,7 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
         if getattr(likelihood, "name", None) not in self.likelihoods:
             raise ValueError(
                 f"solver {self.name!r} serves only the leaky noisy-or likelihood "
-                f"(IBPFactorAnalysis(likelihood='bernoulli')); got {likelihood!r}."
+                f"(IBPFactorAnalysis(likelihood='noisy_or')); got {likelihood!r}."
             )
 
     def initialize(self, X, observed, Z, A, alpha, params, likelihood, rng):
@@ -426,3 +427,6 @@ class ParallelNoisyOr(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitF
     def count_table(self, state):
         """The summed ``(n0, n1)`` table of the last round."""
         return state.stats["n_zero"].copy(), state.stats["n_one"].copy()
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ParallelNoisyOr": "ParallelNoisyOrIBP"})

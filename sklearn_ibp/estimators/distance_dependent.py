@@ -73,10 +73,10 @@ class DistanceDependentIBP(IBPFactorAnalysis):
     sigma_x, sigma_a : float or None, default=None
         Noise and feature standard deviations (starting values when sampled); None as in
         :class:`IBPFactorAnalysis`.
-    solver : "gibbs" or DistanceDependentGibbs, default="gibbs"
+    solver : "gibbs" or GibbsDDIBP, default="gibbs"
         The sampler (Gershman, Frazier and Blei 2015, sec. 5), by name or as a configured
-        :class:`~sklearn_ibp.solvers.DistanceDependentGibbs` (e.g.
-        ``DistanceDependentGibbs(link_update="metropolis")``; a grid can tune
+        :class:`~sklearn_ibp.solvers.GibbsDDIBP` (e.g.
+        ``GibbsDDIBP(link_update="metropolis")``; a grid can tune
         ``solver__own_weight``). An object without the dd-IBP sampler's methods
         (``initialize``, ``sweep``, ..., ``dishes``), such as an IBP solver, is refused.
     n_iter, burn_in, thin, n_chains, n_jobs, sample_hyperparameters, warm_start, \

@@ -16,6 +16,7 @@ from sklearn.base import (
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._deprecation import renamed_option
 from ..base import (
     TRACE_NAMES,
     BaseIBPSampler,
@@ -32,6 +33,7 @@ from ..likelihoods import (
 from ..likelihoods.linear_gaussian import feature_posterior
 from ..priors.ibp import as_random_source, ibp_log_prob, sample_ibp
 from ..solvers import (
+    RENAMED_SOLVERS,
     DuckTypedSolver,
     Solver,
     SolverNameOptions,
@@ -59,8 +61,10 @@ VARIATIONAL_SOLVER_METHODS = ("fit", "e_step", "elbo")
 LIKELIHOODS = {
     "gaussian": LinearGaussianFeatures,
     "exponential": ExponentialGaussian,
-    "bernoulli": LeakyNoisyOr,
+    "noisy_or": LeakyNoisyOr,
 }
+#: Old ``likelihood=...`` names, accepted with a FutureWarning until they are removed.
+RENAMED_LIKELIHOODS = {"bernoulli": "noisy_or"}
 
 
 def __getattr__(name):
@@ -137,7 +141,7 @@ sample_hyperparameters : bool, default=True
         "The solver that drew the chains continues them, with any parameter changed\n"
         "since by ``set_params(solver__name=value)`` (for example\n"
         "``solver__correction=\"metropolis\"`` of\n"
-        ":class:`~sklearn_ibp.distributed.ParallelAccelerated`); a solver of another\n"
+        ":class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`); a solver of another\n"
         "class is refused."
     ),
 )
@@ -155,7 +159,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
       feature every row has);
     * ``"exponential"``: the same with non-negative features, ``a_kd ~ Exponential`` with
       mean ``sigma_a`` (appendix A.2); the data are modelled as given, not centred;
-    * ``"bernoulli"``: binary data through the leaky noisy-or of eq. A.4,
+    * ``"noisy_or"``: binary data through the leaky noisy-or of eq. A.4,
       ``P(x_nd = 1) = 1 - epsilon lambda^((z_n A)_d)``, with binary ``A`` (each entry 1
       with probability ``p_a``); ``epsilon``, ``lambda`` and ``p_a`` have uniform priors.
 
@@ -177,8 +181,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Stickiness of the two-parameter IBP (appendix C.1); 1 is the one-parameter IBP.
         Larger values spread rows over more, less shared features. Only the solvers that
         integrate ``A`` out serve ``beta != 1``.
-    likelihood : {"gaussian", "exponential", "bernoulli"}, default="gaussian"
-        Observation model (see above). ``"bernoulli"`` needs ``X`` of zeros and ones.
+    likelihood : {"gaussian", "exponential", "noisy_or"}, default="gaussian"
+        Observation model (see above). ``"noisy_or"`` needs ``X`` of zeros and ones.
+        ``"bernoulli"``, its old name, is deprecated (FutureWarning) and will be removed
+        in 0.2.
     weights : {"binary", "gaussian"}, default="binary"
         How much of each feature a row has: all of it (``"binary"``, the models above) or
         a standard normal weight (``"gaussian"``, the real-weighted model; only with
@@ -188,12 +194,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         Noise standard deviation of the real-valued likelihoods (its starting value when
         sampled). None uses the standard deviation of the entries of ``X`` when
         ``sample_hyperparameters=True`` and 0.25 times it otherwise (sec. 4.4). Must be
-        None for ``"bernoulli"``.
+        None for ``"noisy_or"``.
     sigma_a : float or None, default=None
         Prior standard deviation of the feature values (for ``"exponential"`` the mean
         and standard deviation of their exponential prior). None uses 0.75 times the
         standard deviation of the entries of ``X`` for ``"gaussian"`` and the mean
-        absolute centred entry for ``"exponential"``. Must be None for ``"bernoulli"``.
+        absolute centred entry for ``"exponential"``. Must be None for ``"noisy_or"``.
     max_features : int, "auto" or None, default=None
         Upper bound on the number of features (as ``n_components`` of
         :class:`~sklearn.mixture.BayesianGaussianMixture`): the IBP prior truncated to
@@ -203,15 +209,15 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         default; the user guide has the measurements that chose it).
     solver : str or solver object, default="accelerated"
         Sampler, by name or as a configured object from :mod:`sklearn_ibp.solvers`
-        (for example ``AcceleratedGibbs(window=2)``). Names: ``"accelerated"``,
+        (for example ``AcceleratedIBP(window=2)``). Names: ``"accelerated"``,
         ``"collapsed"``, ``"uncollapsed"``, ``"semi_collapsed"`` (linear-Gaussian only)
         and ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
-        ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map"`` (every
+        ``"approximate_gibbs"``, ``"metropolis"``, ``"particle"``, ``"map_climb"`` (every
         likelihood) and ``"tempering"`` (the real-valued ones); ``"variational"`` and
         ``"finite_variational"`` (mean-field variational inference, linear-Gaussian
         only; see Notes); ``"parallel_accelerated"`` (data-parallel accelerated Gibbs on
         shards of rows, on threads or a Dask cluster: configure it as
-        :class:`~sklearn_ibp.distributed.ParallelAccelerated`, see :doc:`/parallel`); see
+        :class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP`, see :doc:`/parallel`); see
         :doc:`/choosing_solver`. A solver that cannot serve
         ``likelihood`` (and ``weights``) is refused with an error naming those that can.
     %(loop_parameters)s
@@ -240,7 +246,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     likelihood_params_ : dict
         The likelihood's parameters of that sample: ``sigma_x`` and ``sigma_a``
         (``"gaussian"``), ``sigma_x`` and ``rate`` (``"exponential"``), ``epsilon``,
-        ``lambda`` and ``p_a`` (``"bernoulli"``).
+        ``lambda`` and ``p_a`` (``"noisy_or"``).
     sigma_x_, sigma_a_ : float
         Noise and feature standard deviations of that sample (``sigma_x_`` for the
         real-valued likelihoods, ``sigma_a_`` for ``"gaussian"``).
@@ -319,7 +325,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         **BaseIBPSampler._parameter_constraints,
         "alpha": [Interval(Real, 0, None, closed="neither")],
         "beta": [Interval(Real, 0, None, closed="neither")],
-        "likelihood": [StrOptions(set(LIKELIHOODS))],
+        "likelihood": [StrOptions(set(LIKELIHOODS) | set(RENAMED_LIKELIHOODS),
+                                  deprecated=set(RENAMED_LIKELIHOODS))],
         "weights": [StrOptions({"binary", "gaussian"})],
         "sigma_x": [Interval(Real, 0, None, closed="neither"), None],
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
@@ -382,7 +389,8 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """A new solver: the registered one ``solver`` names, or a copy of the object (of
         this estimator's model)."""
         if isinstance(self.solver, str):
-            return get_solver(self._solver_model, self.solver)()
+            return get_solver(self._solver_model,
+                              renamed_option(self.solver, RENAMED_SOLVERS, "solver"))()
         check_solver_model(self.solver, self._solver_model, type(self).__name__)
         # safe=False: a duck-typed solver without get_params is deep-copied, so the
         # user's object is never mutated by a fit.
@@ -393,33 +401,43 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             solver = DuckTypedSolver(solver)
         return solver
 
+    def _solver_names(self, keep):
+        """The current names (no deprecated one) of this model's solvers that ``keep``."""
+        return sorted(n for n, cls in registered_solvers(self._solver_model).items()
+                      if n not in RENAMED_SOLVERS and keep(cls))
+
+    @property
+    def _likelihood_name(self) -> str:
+        """The current name of ``likelihood`` (an old name mapped to its new one)."""
+        return renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood", warn=False)
+
     def _resolve_solver(self):
+        renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood")
         solver = self._new_solver()
         name = getattr(solver, "name", type(solver).__name__)
-        if self._weights != "binary" and self.likelihood != "gaussian":
+        if self._weights != "binary" and self._likelihood_name != "gaussian":
             raise ValueError(
                 f"weights={self._weights!r} needs likelihood='gaussian' (the real-weighted "
                 f"model); got likelihood={self.likelihood!r}."
             )
-        if not _serves(solver, self.likelihood, self._weights):
-            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
-                             if _serves(cls, self.likelihood, self._weights))
+        if not _serves(solver, self._likelihood_name, self._weights):
+            servers = self._solver_names(
+                lambda cls: _serves(cls, self._likelihood_name, self._weights))
             with_weights = "" if self._weights == "binary" else f" with weights={self._weights!r}"
             raise ValueError(
                 f"solver={name!r} cannot serve likelihood={self.likelihood!r}"
                 f"{with_weights}; solvers that can: {servers}."
             )
         if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
-            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
-                             if not (cls.explicit or cls.variational))
+            servers = self._solver_names(lambda cls: not (cls.explicit or cls.variational))
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
                 f"that integrate A out, {servers}; solver={name!r} needs beta=1."
             )
-        if self.likelihood == "bernoulli" and (self.sigma_x is not None
-                                               or self.sigma_a is not None):
+        if self._likelihood_name == "noisy_or" and (self.sigma_x is not None
+                                                    or self.sigma_a is not None):
             raise ValueError(
-                "sigma_x and sigma_a must be None for likelihood='bernoulli' (its "
+                f"sigma_x and sigma_a must be None for likelihood={self.likelihood!r} (its "
                 "parameters are epsilon, lambda and p_a, learned from the data); got "
                 f"sigma_x={self.sigma_x!r}, sigma_a={self.sigma_a!r}."
             )
@@ -444,8 +462,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         solver = self._solver
         name = getattr(solver, "name", type(solver).__name__)
-        wanted = (get_solver(self._solver_model, self.solver) if isinstance(self.solver, str)
-                  else type(self.solver))
+        wanted = (get_solver(self._solver_model, renamed_option(
+            self.solver, RENAMED_SOLVERS, "solver", warn=False))
+            if isinstance(self.solver, str) else type(self.solver))
         # A duck-typed object is the one inside its adapter.
         inner = solver.solver if isinstance(solver, DuckTypedSolver) else solver
         if wanted is not type(inner):
@@ -468,7 +487,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data; NaN marks a missing entry. Zeros and ones for
-            ``likelihood="bernoulli"``.
+            ``likelihood="noisy_or"``.
         y : Ignored
             Not used, present for API consistency.
 
@@ -529,7 +548,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             self._set_posterior(Xc)
             return self
         if _is_explicit(solver):
-            lik = _likelihood_class(self.likelihood, self._weights)()
+            lik = _likelihood_class(self._likelihood_name, self._weights)()
             lik.prior_variance = self._prior_variance
             observed = (~missing).astype(np.uint8)
             lik.check_data(X_start, observed)
@@ -566,8 +585,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             return int(n_columns) if can_bound else None
         if not can_bound:
             name = getattr(solver, "name", type(solver).__name__)
-            servers = sorted(n for n, cls in registered_solvers(self._solver_model).items()
-                             if cls.can_bound_features)
+            servers = self._solver_names(lambda cls: cls.can_bound_features)
             raise ValueError(
                 f"max_features={bound!r} needs a solver that can bound the number of "
                 f"features, {servers}; solver={name!r} cannot. Use max_features=None."
@@ -604,12 +622,12 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         ``"gaussian"`` starts where the collapsed solvers do; ``"exponential"`` takes
         ``sigma_x`` from there and the rate ``1 / sigma_a`` (the likelihood's own guess
-        when ``sigma_a`` is None); ``"bernoulli"`` starts at the likelihood's defaults.
+        when ``sigma_a`` is None); ``"noisy_or"`` starts at the likelihood's defaults.
         """
         params = lik.initial_parameters(X, observed)
-        if self.likelihood == "gaussian":
+        if self._likelihood_name == "gaussian":
             params.update(sigma_x=hyper["sigma_x"], sigma_a=hyper["sigma_a"])
-        elif self.likelihood == "exponential":
+        elif self._likelihood_name == "exponential":
             params["sigma_x"] = hyper["sigma_x"]
             if self.sigma_a is not None:
                 params["rate"] = 1.0 / float(self.sigma_a)
@@ -621,7 +639,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         if not self._explicit():
             return TRACE_NAMES
         return ("log_joint", "n_features", "alpha") + tuple(
-            _likelihood_class(self.likelihood, self._weights).parameter_names
+            _likelihood_class(self._likelihood_name, self._weights).parameter_names
         )
 
     def _explicit(self) -> bool:
@@ -784,7 +802,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         K = self.n_components_
         if "sigma_x" in params:
             self.sigma_x_ = float(params["sigma_x"])
-        if self.likelihood == "gaussian":
+        if self._likelihood_name == "gaussian":
             self.sigma_a_ = float(params["sigma_a"])
             design = self.Z_
             if self._weighted():
@@ -846,7 +864,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
     def _predictive_likelihood(self):
         """The likelihood object whose methods give the predictive of new rows."""
-        return _likelihood_class(self.likelihood, self._weights)()
+        return _likelihood_class(self._likelihood_name, self._weights)()
 
     def _config_log_joint(self, Xc, patterns, log_odds, rate, n_new_max=0):
         """``log p(z, x_obs)`` for every row and every feature pattern in ``patterns``.
@@ -864,10 +882,10 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         lik = self._predictive_likelihood()
         observed = ~np.isnan(Xc)
         X0 = np.where(observed, Xc, 0.0)
-        if self.likelihood == "bernoulli" or self._weighted():
+        if self._likelihood_name == "noisy_or" or self._weighted():
             return log_prior + lik.pattern_log_likelihood(
                 X0, observed, patterns, self.components_, self.likelihood_params_)
-        if self.likelihood != "gaussian":
+        if self._likelihood_name != "gaussian":
             n_new_max = 0
         return log_prior + lik.pattern_log_predictive(
             X0, observed, patterns, self.components_, self._feature_cov,
@@ -980,7 +998,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def inverse_transform(self, X):
         """Map feature assignments (or probabilities) back to data space.
 
-        ``Z A + mean`` for the real-valued likelihoods; for ``"bernoulli"`` the
+        ``Z A + mean`` for the real-valued likelihoods; for ``"noisy_or"`` the
         probability of a one, ``1 - epsilon lambda^(Z A)`` (probabilities ``Z`` are
         plugged in). With ``weights="gaussian"``, ``X`` holds the weights ``Z * Y`` (as
         :meth:`transform` returns them) and the result is ``(Z * Y) A + mean``.
@@ -1002,7 +1020,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"X must have shape (n_samples, {self.n_components_}) (one column per "
                 f"fitted feature); got {Z.shape}."
             )
-        if self.likelihood == "bernoulli":
+        if self._likelihood_name == "noisy_or":
             return -np.expm1(LeakyNoisyOr.log_terms(Z @ self.components_,
                                                     self.likelihood_params_)[1])
         return Z @ self.components_ + self.mean_
@@ -1014,7 +1032,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         the fitted features' patterns (all ``2^K`` of them for at most 12 features; beyond
         that, the mean-field mode with every combination of flips of its 12 least certain
         features, a lower bound) and over up to 3 new features of the row. For the
-        ``"exponential"`` and ``"bernoulli"`` likelihoods the features are the kept
+        ``"exponential"`` and ``"noisy_or"`` likelihoods the features are the kept
         sample's and the sum leaves new features out; with ``weights="gaussian"`` the
         weights are integrated out (``x_obs ~ N(0, s_x^2 I + A_z^T A_z)``), the features
         are held at their mean and new features are left out.
@@ -1090,7 +1108,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         rng = as_random_source(random_state)
         p = expit(self._prior_log_odds())
         Z = (rng.random((n_samples, self.n_components_)) < p).astype(np.int8)
-        if self.likelihood == "bernoulli":
+        if self._likelihood_name == "noisy_or":
             p_one = self.inverse_transform(Z)
             return (rng.random(p_one.shape) < p_one).astype(np.float64), Z
         design = Z

@@ -608,12 +608,17 @@ def _posterior_views(estimator, data, chosen):
     return views
 
 
+#: The binary ``likelihood`` names of the estimators (``"bernoulli"``: the deprecated old
+#: name of both).
+_BINARY_LIKELIHOODS = ("noisy_or", "detection", "bernoulli")
+
+
 def _noise(view):
     """``(binary, scale)``: whether the view's observations are binary, else their noise
     standard deviation (0 when the estimator does not expose one)."""
     if isinstance(view, NoisyOrHierarchy | IBPFactorAnalysis):
         # NoisyOrHierarchy(likelihood="auto") records its choice in likelihood_.
-        if getattr(view, "likelihood_", view.likelihood) == "bernoulli":
+        if getattr(view, "likelihood_", view.likelihood) in _BINARY_LIKELIHOODS:
             return True, 0.0
         params = getattr(view, "likelihood_params_", {})
         return False, float(params.get("sigma_x", getattr(view, "sigma_x_", 0.0)))

@@ -58,7 +58,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     decide a choice, so alternatives that share much compete closely with each other and
     less with the rest: the similarity effects that the Bradley-Terry-Luce model (unique
     aspects only) cannot represent. The aspects, weights and ``alpha`` are sampled by the
-    slice sampler of :class:`~sklearn_ibp.solvers.eba.EBASliceSampler` (sec.
+    slice sampler of :class:`~sklearn_ibp.solvers.eba.SliceEBA` (sec.
     4.5.2), started from the best of several short runs from the prior, and predictions
     average the choice probabilities of the kept samples (the posterior mean predictive).
 
@@ -85,8 +85,8 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         in every other pair. The default ``a = 0.25`` removes most of that pull (see the
         user guide, "The weight prior"); ``weight_shape=1.0`` is Görür's (2007) prior. Below
         1 the sampler adds a weight proposal from the prior
-        (``EBASliceSampler(prior_steps="auto")``) and the solver starts each chain from
-        the best of several short runs (``EBASliceSampler(n_starts=4)``); below about
+        (``SliceEBA(prior_steps="auto")``) and the solver starts each chain from
+        the best of several short runs (``SliceEBA(n_starts=4)``); below about
         0.2 the posterior has separated modes and a chain can stay in a poor one (use
         several chains).
     n_alternatives : int or None, default=None
@@ -95,7 +95,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         Give each alternative a unique aspect (the seed's model). Without them two
         alternatives with the same aspects are chosen with probability 1/2 (``0/0 = 1/2``
         in eq. 4.63).
-    solver : "slice" or EBASliceSampler, default="slice"
+    solver : "slice" or SliceEBA, default="slice"
         The sampler, or a configured instance of it.
     %(loop_parameters)s
 

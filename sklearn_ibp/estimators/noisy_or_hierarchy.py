@@ -11,10 +11,11 @@ from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from ..solvers import SolverNameOptions, check_solver_model, get_solver
-from ..solvers.hierarchy import HierarchyGibbs
+from ..solvers.hierarchy import GibbsHierarchy
 from .factor_analysis import _check_missing_pattern
 
 __all__ = ["NoisyOrHierarchy"]
@@ -23,8 +24,10 @@ __all__ = ["NoisyOrHierarchy"]
 LIKELIHOODS = {
     "gaussian": LinearGaussianFeatures,
     "exponential": ExponentialGaussian,
-    "bernoulli": BinaryDetection,
+    "detection": BinaryDetection,
 }
+#: Old ``likelihood=...`` names, accepted with a FutureWarning until they are removed.
+RENAMED_LIKELIHOODS = {"bernoulli": "detection"}
 
 # The simpler models a chain passes through before the requested one (sec. 7.3).
 _STAGES = {
@@ -56,14 +59,14 @@ def _is_binary(X0, observed) -> bool:
 def _choose_likelihood(X0, observed) -> str:
     """The observation model ``likelihood="auto"`` takes for ``X`` (missing entries 0).
 
-    ``"bernoulli"`` when every observed entry is 0 or 1; ``"exponential"`` when the data
+    ``"detection"`` when every observed entry is 0 or 1; ``"exponential"`` when the data
     look like non-negative features over a zero baseline (the model's "nothing there"
     level, which the estimator does not centre away): the grand mean of the observed
     entries is clearly positive and no column mean lies below zero by more than noise
     explains; ``"gaussian"`` otherwise, for instance for centred or standardised data.
     """
     if _is_binary(X0, observed):
-        return "bernoulli"
+        return "detection"
     mask = observed.astype(bool)
     values = X0[mask]
     spread = float(np.std(values))
@@ -125,20 +128,21 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Concentration of the process over categories (starting value when sampled).
     alpha_features : float, default=1.0
         Concentration of the IBP over the links of categories to features.
-    likelihood : {"auto", "gaussian", "exponential", "bernoulli"}, default="auto"
+    likelihood : {"auto", "gaussian", "exponential", "detection"}, default="auto"
         ``"gaussian"``: ``x = z A + e`` with Gaussian ``A`` and noise (the feature scale
         ``sigma_a`` held at its data-scaled start); ``"exponential"``: the same with
         non-negative features, ``a_kd ~ Exponential(rate)`` (appendix A.2, the model of
-        the thesis's demonstrations); ``"bernoulli"``: binary ``x`` with binary ``A``,
+        the thesis's demonstrations); ``"detection"``: binary ``x`` with binary ``A``,
         per-dimension false detection and miss rates (sec. 7.3). ``"auto"`` chooses
-        from the data: ``"bernoulli"`` when every observed entry is 0 or 1,
+        from the data: ``"detection"`` when every observed entry is 0 or 1,
         ``"exponential"`` when the data look like non-negative features over a zero
         baseline (grand mean at least 0.1 standard deviations above zero and no column
         mean below zero by more than 4 standard errors), ``"gaussian"`` otherwise (for
         example standardised data). The choice is in ``likelihood_``. Fitting 0/1 data
-        with a real-valued likelihood warns.
-    solver : "gibbs" or HierarchyGibbs, default="gibbs"
-        The sampler (:class:`~sklearn_ibp.solvers.HierarchyGibbs`), or
+        with a real-valued likelihood warns. ``"bernoulli"``, the old name of
+        ``"detection"``, is deprecated (FutureWarning) and will be removed in 0.2.
+    solver : "gibbs" or GibbsHierarchy, default="gibbs"
+        The sampler (:class:`~sklearn_ibp.solvers.GibbsHierarchy`), or
         a configured instance of it.
     init_iter : int, default=20
         Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
@@ -205,7 +209,8 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         "q": [Interval(Real, 0, 1, closed="neither")],
         "alpha_categories": [Interval(Real, 0, None, closed="neither")],
         "alpha_features": [Interval(Real, 0, None, closed="neither")],
-        "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"})],
+        "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"} | set(RENAMED_LIKELIHOODS),
+                                  deprecated=set(RENAMED_LIKELIHOODS))],
         "solver": [SolverNameOptions("hierarchy"),
                    HasMethods(["sweep_structure", "sample_features"])],
         "init_iter": [Interval(Integral, 0, None, closed="left")],
@@ -339,11 +344,11 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         elif self.likelihood == "auto":
             name = _choose_likelihood(X0, observed)
         else:
-            name = self.likelihood
-            if name != "bernoulli" and _is_binary(X0, observed):
+            name = renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood")
+            if name != "detection" and _is_binary(X0, observed):
                 warnings.warn(
                     f"X holds only 0 and 1 but likelihood={name!r} models real values: "
-                    "binary data are better served by likelihood='bernoulli' (or "
+                    "binary data are better served by likelihood='detection' (or "
                     "'auto', which chooses it for such data); a real-valued model "
                     "fits many extra features to them.",
                     UserWarning,
@@ -432,7 +437,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         if self.n_components_ == 0 or self.n_categories_ == 0:
             return np.zeros((X.shape[0], self.n_components_))
         exact = self.upper == "dp" and self.link == "or"
-        return HierarchyGibbs.new_row_feature_probabilities(
+        return GibbsHierarchy.new_row_feature_probabilities(
             X0, observed, np.ascontiguousarray(self.connections_),
             np.ascontiguousarray(self.components_, dtype=np.float64),
             self._category_log_prior(), upper=self.upper, link=self.link,
@@ -452,7 +457,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         Returns
         -------
         ndarray of shape (n_samples, n_features)
-            ``z A`` for the real-valued likelihoods; for ``"bernoulli"`` the probability
+            ``z A`` for the real-valued likelihoods; for ``"detection"`` the probability
             that each entry is 1 given ``z`` (probabilities are rounded to features).
         """
         check_is_fitted(self)
@@ -463,7 +468,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
                 f"fitted feature); got {Z.shape}."
             )
         lik = LIKELIHOODS[self.likelihood_]()
-        if self.likelihood_ == "bernoulli":
+        if self.likelihood_ == "detection":
             Z = (Z > 0.5).astype(float)
         return lik.predict(Z, self.components_, self.likelihood_params_)
 

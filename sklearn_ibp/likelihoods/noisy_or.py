@@ -49,7 +49,7 @@ class BinaryDetection(FeatureLikelihood):
     ``X`` holds 0 or 1 at its observed entries; missing entries are left out of every term.
     """
 
-    name = "bernoulli"
+    name = "detection"
     observation_kind = OBSERVE_DETECTION
     prior_kind = PRIOR_BERNOULLI
     parameter_names = ("p_a",)
@@ -61,8 +61,8 @@ class BinaryDetection(FeatureLikelihood):
         values = X[mask]
         if not np.all((values == 0.0) | (values == 1.0)):
             raise ValueError(
-                "X must be binary (0 or 1) at its observed entries for the bernoulli "
-                "likelihood."
+                "X must be binary (0 or 1) at its observed entries for the binary "
+                "detection likelihood."
             )
 
     def initial_parameters(self, X, observed) -> dict:

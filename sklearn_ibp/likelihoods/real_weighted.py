@@ -15,7 +15,7 @@ is the weights: their prior, their conditional given ``(z_n, A)`` and the likeli
 row with its weights integrated out, which ``transform`` of new rows needs.
 
 Missing entries (``observed == 0``) are masked out of every term. The sampler is
-:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceSampler`, which detects
+:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceIBP`, which detects
 this likelihood by its ``weights`` attribute and keeps ``W`` in ``state.stats["Y"]``.
 """
 
@@ -60,7 +60,7 @@ class RealWeightedGaussian(LinearGaussianFeatures):
     :meth:`sample_parameters`, :meth:`predict`, :meth:`sample_data`.
 
     The explicit-feature samplers see it through :attr:`weights` (``"gaussian"``); only
-    :class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceSampler` serves it.
+    :class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceIBP` serves it.
     """
 
     name = "gaussian_weights"

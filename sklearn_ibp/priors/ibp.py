@@ -188,7 +188,7 @@ def labelled_ibp_log_prob(Z, alpha: float, beta: float = 1.0, n_columns=None) ->
     the ``K_h!`` of :func:`ibp_log_prob` cancelling against the count of labelled versions.
     Summed over all ``N x n_columns`` binary matrices it is the IBP's probability that
     ``K <= n_columns``. It is the target of the exact Metropolis-corrected parallel
-    sampler (:class:`~sklearn_ibp.distributed.ParallelAccelerated` with
+    sampler (:class:`~sklearn_ibp.distributed.ParallelAcceleratedIBP` with
     ``correction="metropolis"``), whose state is a labelled matrix of fixed width.
 
     Parameters

@@ -20,6 +20,7 @@ The data-parallel solvers live in :mod:`sklearn_ibp.distributed`; this registry 
 as ``PARALLEL_SOLVERS`` (imported on first use).
 """
 
+from .._deprecation import class_aliases
 from . import _moved, _protocol
 from ._protocol import (
     MODELS,
@@ -32,11 +33,11 @@ from ._protocol import (
     registered_solvers,
     solver_names,
 )
-from .ddibp import DistanceDependentGibbs
+from .ddibp import GibbsDDIBP
 from .dp import (
     AuxiliaryDP,
     BaseDPSolver,
-    CollapsedDPGibbs,
+    CollapsedDP,
     GibbsDP,
     MetropolisDP,
     MixtureState,
@@ -46,28 +47,28 @@ from .dp import (
     SplitMergeDP,
     TruncatedDP,
 )
-from .eba import EBASliceSampler
-from .hierarchy import HierarchyGibbs, HierarchyState
+from .eba import SliceEBA
+from .hierarchy import GibbsHierarchy, HierarchyState
 from .ibp import (
-    AcceleratedGibbs,
+    AcceleratedIBP,
     BaseIBPSolver,
-    CollapsedGibbs,
+    CollapsedIBP,
     DuckTypedSolver,
     FeatureState,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 from .ibp_explicit import (
-    ApproximateGibbs,
+    ApproximateGibbsIBP,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
-    MapClimb,
-    MetropolisGibbs,
-    ParallelTempering,
-    ParticleFilter,
-    SemiOrderedSliceSampler,
-    SliceSampler,
-    TruncatedGibbs,
+    MapClimbIBP,
+    MetropolisIBP,
+    ParticleIBP,
+    SemiOrderedSliceIBP,
+    SliceIBP,
+    TemperingIBP,
+    TruncatedGibbsIBP,
 )
 from .variational import FiniteVariationalIBP, VariationalIBP
 
@@ -75,24 +76,24 @@ _moved.install()
 
 # The registry, keyed by model and name (see _protocol.py): one line per solver.
 for _cls in (
-    AcceleratedGibbs, CollapsedGibbs, UncollapsedGibbs, SemiCollapsedGibbs,
-    SliceSampler, SemiOrderedSliceSampler, TruncatedGibbs, ApproximateGibbs, MetropolisGibbs,
-    ParticleFilter, ParallelTempering, MapClimb,
+    AcceleratedIBP, CollapsedIBP, UncollapsedIBP, SemiCollapsedIBP,
+    SliceIBP, SemiOrderedSliceIBP, TruncatedGibbsIBP, ApproximateGibbsIBP, MetropolisIBP,
+    ParticleIBP, TemperingIBP, MapClimbIBP,
     VariationalIBP, FiniteVariationalIBP,
-    CollapsedDPGibbs, SplitMergeDP, GibbsDP, AuxiliaryDP, NoGapsDP, MetropolisDP, SliceDP,
+    CollapsedDP, SplitMergeDP, GibbsDP, AuxiliaryDP, NoGapsDP, MetropolisDP, SliceDP,
     TruncatedDP, RetrospectiveDP,
-    HierarchyGibbs,
-    EBASliceSampler,
+    GibbsHierarchy,
+    GibbsDDIBP,
+    SliceEBA,
 ):
     register_solver(_cls)
-# DistanceDependentIBP's solver= has always called it "gibbs" (its .name is the
-# package-wide "ddibp_gibbs").
-register_solver(DistanceDependentGibbs, name="gibbs")
+# The old name of "map_climb", accepted with a FutureWarning (RENAMED_SOLVERS).
+register_solver(MapClimbIBP, name="map")
 # The data-parallel solvers import the solvers: imported on first look-up.
 _register_lazy("ibp", "parallel_accelerated",
-               "sklearn_ibp.distributed.parallel_accelerated:ParallelAccelerated")
+               "sklearn_ibp.distributed.parallel_accelerated:ParallelAcceleratedIBP")
 _register_lazy("ibp", "parallel_noisy_or",
-               "sklearn_ibp.distributed.parallel_noisy_or:ParallelNoisyOr")
+               "sklearn_ibp.distributed.parallel_noisy_or:ParallelNoisyOrIBP")
 del _cls
 
 
@@ -118,9 +119,39 @@ DDIBP_SOLVERS = _view("ddibp", lambda cls: True)
 EBA_SOLVERS = _view("eba", lambda cls: True)
 
 
+#: Old ``solver=`` names of ``IBPFactorAnalysis``, kept in the registry (so an old name
+#: still finds its solver) and accepted with a FutureWarning until they are removed.
+RENAMED_SOLVERS = {"map": "map_climb"}
+
+#: Old class names (before issue 21) of the solvers, importable from here with a
+#: FutureWarning naming the new one until they are removed.
+RENAMED_CLASSES = {
+    "AcceleratedGibbs": "AcceleratedIBP",
+    "CollapsedGibbs": "CollapsedIBP",
+    "UncollapsedGibbs": "UncollapsedIBP",
+    "SemiCollapsedGibbs": "SemiCollapsedIBP",
+    "SliceSampler": "SliceIBP",
+    "SemiOrderedSliceSampler": "SemiOrderedSliceIBP",
+    "TruncatedGibbs": "TruncatedGibbsIBP",
+    "ApproximateGibbs": "ApproximateGibbsIBP",
+    "MetropolisGibbs": "MetropolisIBP",
+    "ParticleFilter": "ParticleIBP",
+    "ParallelTempering": "TemperingIBP",
+    "MapClimb": "MapClimbIBP",
+    "CollapsedDPGibbs": "CollapsedDP",
+    "DistanceDependentGibbs": "GibbsDDIBP",
+    "HierarchyGibbs": "GibbsHierarchy",
+    "EBASliceSampler": "SliceEBA",
+}
+_renamed_class = class_aliases(__name__, RENAMED_CLASSES)
+
+
 def __getattr__(name):
     # The parallel solvers import the solvers, so they are imported on first use; the
-    # old module paths of the solvers resolve with a FutureWarning (see _moved.py).
+    # old module paths of the solvers resolve with a FutureWarning (see _moved.py), and
+    # so do the old class names (RENAMED_CLASSES).
+    if name in RENAMED_CLASSES:
+        return _renamed_class(name)
     if name == "PARALLEL_SOLVERS":
         from ..distributed import PARALLEL_SOLVERS
 
@@ -140,26 +171,26 @@ __all__ = [
     "registered_solvers",
     "solver_names",
     "EBA_SOLVERS",
-    "EBASliceSampler",
+    "SliceEBA",
     "DDIBP_SOLVERS",
     "DP_SOLVERS",
     "PARALLEL_SOLVERS",
     "EXPLICIT_SOLVERS",
     "SOLVERS",
     "VARIATIONAL_SOLVERS",
-    "ApproximateGibbs",
+    "ApproximateGibbsIBP",
     "ExplicitFeatureSolver",
     "ExplicitFeatureState",
-    "MapClimb",
-    "MetropolisGibbs",
-    "ParallelTempering",
-    "ParticleFilter",
-    "SemiOrderedSliceSampler",
-    "SliceSampler",
-    "TruncatedGibbs",
+    "MapClimbIBP",
+    "MetropolisIBP",
+    "TemperingIBP",
+    "ParticleIBP",
+    "SemiOrderedSliceIBP",
+    "SliceIBP",
+    "TruncatedGibbsIBP",
     "AuxiliaryDP",
     "BaseDPSolver",
-    "CollapsedDPGibbs",
+    "CollapsedDP",
     "GibbsDP",
     "MetropolisDP",
     "MixtureState",
@@ -168,16 +199,16 @@ __all__ = [
     "SliceDP",
     "SplitMergeDP",
     "TruncatedDP",
-    "AcceleratedGibbs",
+    "AcceleratedIBP",
     "BaseIBPSolver",
-    "CollapsedGibbs",
+    "CollapsedIBP",
     "DuckTypedSolver",
-    "DistanceDependentGibbs",
+    "GibbsDDIBP",
     "FeatureState",
-    "HierarchyGibbs",
+    "GibbsHierarchy",
     "HierarchyState",
-    "SemiCollapsedGibbs",
-    "UncollapsedGibbs",
+    "SemiCollapsedIBP",
+    "UncollapsedIBP",
     "FiniteVariationalIBP",
     "VariationalIBP",
 ]

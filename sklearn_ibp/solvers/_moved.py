@@ -1,6 +1,6 @@
 """The solver modules' old paths (before the solvers were grouped by model), kept for one
 release: ``import sklearn_ibp.solvers.accelerated`` and
-``from sklearn_ibp.solvers.slice import SliceSampler`` still work, warn once with a
+``from sklearn_ibp.solvers.slice import SliceIBP`` still work, warn once with a
 ``FutureWarning`` naming the new path, and give the new module itself (same objects).
 """
 

@@ -1,5 +1,5 @@
 """The exact, Metropolis-corrected data-parallel sampler (seed 000 sec. 5.2):
-``ParallelAccelerated(correction="metropolis")``."""
+``ParallelAcceleratedIBP(correction="metropolis")``."""
 
 import warnings
 
@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
-from sklearn_ibp.distributed import ParallelAccelerated
+from sklearn_ibp.distributed import ParallelAcceleratedIBP
 from sklearn_ibp.distributed._metropolis import (
     MetropolisMessage,
     ShardPlan,
@@ -56,7 +56,7 @@ def run_tiny_chain(seed, n_samples=N_SAMPLES, thin=THIN, **proposal):
     X = Z @ A + SIGMA_X * np.random.default_rng(4).normal(size=(4, 2))
     # The solver is driven directly, on X as it is (the estimator would centre it first).
     posterior, _, _ = enumerate_posterior(X, ALPHA, SIGMA_X, SIGMA_A, max_features=K_CAP)
-    solver = ParallelAccelerated(n_shards=2, n_workers=1, correction="metropolis",
+    solver = ParallelAcceleratedIBP(n_shards=2, n_workers=1, correction="metropolis",
                                  metropolis_rows=1, metropolis_max_features=K_CAP,
                                  **proposal)
     hyper = dict(alpha=ALPHA, beta=1.0, sigma_x=SIGMA_X, sigma_a=SIGMA_A)
@@ -183,7 +183,7 @@ def test_fuzz_columns_depend_on_the_rows_left_alone():
 
 
 def _run(X, hyper, n_steps, seed, **params):
-    solver = ParallelAccelerated(n_workers=1, correction="metropolis", **params)
+    solver = ParallelAcceleratedIBP(n_workers=1, correction="metropolis", **params)
     rng = np.random.default_rng(seed)
     state = solver.initialize(X, np.zeros((X.shape[0], 0), dtype=np.int8), hyper, rng)
     steps = []
@@ -260,7 +260,7 @@ def test_one_shard_acceptance_bookkeeping(free_slots, fuzz):
 
 def test_reproducible_and_the_estimator_runs_it(block_data):
     settings = dict(n_iter=30, random_state=0)
-    solver = ParallelAccelerated(n_shards=3, correction="metropolis", metropolis_rows=2)
+    solver = ParallelAcceleratedIBP(n_shards=3, correction="metropolis", metropolis_rows=2)
     a = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
     b = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
     for name in ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a"):
@@ -296,12 +296,12 @@ def test_exact_sampler_continues_an_approximate_chain(block_data):
     # uncentred data, 1 at seeds 1 and 3), so that the continued chain is seen to move.
     settings = dict(random_state=1)
     exact = dict(correction="metropolis", metropolis_rows=2)
-    est = IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=3, correction_after=15,
+    est = IBPFactorAnalysis(solver=ParallelAcceleratedIBP(n_shards=3, correction_after=15,
                                                        **exact),
                             n_iter=30, **settings).fit(block_data)
     assert len(est._solver.acceptance_) == 15
     assert any(est._solver.moved_)
-    est2 = IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=3), n_iter=15,
+    est2 = IBPFactorAnalysis(solver=ParallelAcceleratedIBP(n_shards=3), n_iter=15,
                              warm_start=True, **settings).fit(block_data)
     est2.set_params(**{f"solver__{k}": v for k, v in exact.items()})
     est2.fit(block_data)
@@ -322,19 +322,19 @@ def test_exact_sampler_continues_an_approximate_chain(block_data):
 
 def test_refusals(block_data):
     with pytest.raises(ValueError, match="needs mode='synchronous'"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(correction="metropolis",
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(correction="metropolis",
                                                      mode="asynchronous"),
                           n_iter=2).fit(block_data)
     with pytest.raises(ValueError, match="metropolis_max_features=3 column slots, but the "
                                          "starting Z has"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(correction="metropolis",
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(correction="metropolis",
                                                      metropolis_max_features=3),
                           alpha=5.0, n_iter=2, random_state=0).fit(block_data)
     for bad in (dict(correction="exact"), dict(fuzz=0.0), dict(fuzz=0.6), dict(fuzz="max"),
                 dict(metropolis_rows=0), dict(metropolis_max_features=0),
                 dict(fuzz_free_slots=0), dict(correction_after=-1)):
         with pytest.raises(ValueError, match=next(iter(bad))):
-            IBPFactorAnalysis(solver=ParallelAccelerated(**bad), n_iter=2).fit(block_data)
+            IBPFactorAnalysis(solver=ParallelAcceleratedIBP(**bad), n_iter=2).fit(block_data)
 
 
 def test_dask_gives_the_thread_result(block_data):
@@ -346,7 +346,7 @@ def test_dask_gives_the_thread_result(block_data):
         client = distributed.Client(cluster)
     try:
         settings = dict(n_iter=20, random_state=0)
-        solver = ParallelAccelerated(n_shards=2, correction="metropolis")
+        solver = ParallelAcceleratedIBP(n_shards=2, correction="metropolis")
         threads = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
         solver.set_params(backend="dask", client=client)
         dask = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)

@@ -17,7 +17,7 @@ from scipy.stats import ks_2samp
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.base import SamplingInterruptedWarning
 from sklearn_ibp.datasets import make_block_images
-from sklearn_ibp.distributed import ParallelAccelerated
+from sklearn_ibp.distributed import ParallelAcceleratedIBP
 from sklearn_ibp.distributed._shard import (
     RoundMessage,
     ShardData,
@@ -27,7 +27,7 @@ from sklearn_ibp.distributed._shard import (
 )
 from sklearn_ibp.distributed.parallel_accelerated import tree_sum
 from sklearn_ibp.priors.ibp import sample_ibp
-from sklearn_ibp.solvers import AcceleratedGibbs
+from sklearn_ibp.solvers import AcceleratedIBP
 
 TRACES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
@@ -48,10 +48,10 @@ def test_one_shard_is_the_serial_sampler_bit_for_bit(block_data, missing, window
         X[np.random.default_rng(1).random(X.shape) < 0.05] = np.nan
     settings = dict(n_iter=25, burn_in=5, random_state=3)
     serial = IBPFactorAnalysis(
-        solver=AcceleratedGibbs(window=window, split_merge=0, complement=False), **settings
+        solver=AcceleratedIBP(window=window, split_merge=0, complement=False), **settings
     ).fit(X)
     parallel = IBPFactorAnalysis(
-        solver=ParallelAccelerated(n_shards=1, window=window), **settings
+        solver=ParallelAcceleratedIBP(n_shards=1, window=window), **settings
     ).fit(X)
     _assert_same_fit(serial, parallel)
     np.testing.assert_array_equal(serial.components_, parallel.components_)
@@ -60,7 +60,7 @@ def test_one_shard_is_the_serial_sampler_bit_for_bit(block_data, missing, window
 
 def test_threads_reproducible_and_inputs_unchanged(block_data):
     X = block_data.copy()
-    solver = ParallelAccelerated(n_shards=3, sweeps_per_sync=2)
+    solver = ParallelAcceleratedIBP(n_shards=3, sweeps_per_sync=2)
     a = IBPFactorAnalysis(solver=solver, n_iter=15, random_state=0).fit(X)
     b = IBPFactorAnalysis(solver=solver, n_iter=15, random_state=0).fit(X)
     _assert_same_fit(a, b)
@@ -75,7 +75,7 @@ def test_threads_reproducible_and_inputs_unchanged(block_data):
 def test_asynchronous_mode_is_reproducible_and_imputes_on_the_shards(block_data):
     X = block_data.copy()
     X[np.random.default_rng(0).random(X.shape) < 0.1] = np.nan
-    solver = ParallelAccelerated(n_shards=3, mode="asynchronous")
+    solver = ParallelAcceleratedIBP(n_shards=3, mode="asynchronous")
     a = IBPFactorAnalysis(solver=solver, n_iter=30, random_state=2).fit(X)
     b = IBPFactorAnalysis(solver=solver, n_iter=30, random_state=2).fit(X)
     _assert_same_fit(a, b)
@@ -94,7 +94,7 @@ def test_asynchronous_mode_is_reproducible_and_imputes_on_the_shards(block_data)
     np.testing.assert_array_equal(state.stats["total"]["counts"], counts)
 
 
-class _InterruptedAfterThree(ParallelAccelerated):
+class _InterruptedAfterThree(ParallelAcceleratedIBP):
     """Raises KeyboardInterrupt after its fourth round, as Ctrl-C between two rounds."""
 
     def sweep(self, state, rng):
@@ -118,8 +118,8 @@ def test_interrupt_rolls_back_one_round_and_warm_start_continues(block_data, mod
     # Continue with a plain solver (one without engine or records, as after unpickling);
     # warm_start continues the chains with the fitted solver, which must be of the
     # estimator's solver class.
-    est._solver = ParallelAccelerated(n_shards=2, mode=mode)
-    est.set_params(solver=ParallelAccelerated(n_shards=2, mode=mode), warm_start=True)
+    est._solver = ParallelAcceleratedIBP(n_shards=2, mode=mode)
+    est.set_params(solver=ParallelAcceleratedIBP(n_shards=2, mode=mode), warm_start=True)
     est.fit(block_data)
     assert est.n_iter_ == 13 and not est.interrupted_
 
@@ -184,7 +184,7 @@ def test_tree_sum_is_the_sum():
 def test_feature_subsampling_still_finds_the_block_shapes():
     X, _, features = make_block_images(n_samples=400, random_state=2)
     est = IBPFactorAnalysis(
-        solver=ParallelAccelerated(n_shards=2, feature_subsample=0.5), n_iter=120,
+        solver=ParallelAcceleratedIBP(n_shards=2, feature_subsample=0.5), n_iter=120,
         random_state=0,
     ).fit(X)
     corr = np.abs(np.corrcoef(np.vstack([features, est.components_]))[:4, 4:])
@@ -193,17 +193,17 @@ def test_feature_subsampling_still_finds_the_block_shapes():
 
 def test_refusals(block_data):
     with pytest.raises(ValueError, match="n_shards=80 is more than the 60 rows"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(n_shards=80), n_iter=2).fit(block_data)
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(n_shards=80), n_iter=2).fit(block_data)
     with pytest.raises(ValueError, match="backend"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(backend="mpi"), n_iter=2).fit(block_data)
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(backend="mpi"), n_iter=2).fit(block_data)
     with pytest.raises(ValueError, match="feature_subsample"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(feature_subsample=0.0),
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(feature_subsample=0.0),
                           n_iter=2).fit(block_data)
     with pytest.raises(ValueError, match="cannot also run in n_jobs=2"):
-        IBPFactorAnalysis(solver=ParallelAccelerated(backend="dask"), n_chains=2, n_jobs=2,
+        IBPFactorAnalysis(solver=ParallelAcceleratedIBP(backend="dask"), n_chains=2, n_jobs=2,
                           n_iter=2).fit(block_data)
-    with pytest.raises(ValueError, match="cannot serve likelihood='bernoulli'"):
-        IBPFactorAnalysis(solver="parallel_accelerated", likelihood="bernoulli",
+    with pytest.raises(ValueError, match="cannot serve likelihood='noisy_or'"):
+        IBPFactorAnalysis(solver="parallel_accelerated", likelihood="noisy_or",
                           n_iter=2).fit((block_data > 0).astype(float))
 
 
@@ -220,9 +220,9 @@ def _block_split():
 _HELD_OUT_SOLVERS = {
     # The serial Algorithm 1 that the shards parallelise (the default solver's split-merge
     # and complement moves, issue 20, have no data-parallel counterpart).
-    "serial": lambda: AcceleratedGibbs(split_merge=0, complement=False),
-    "parallel": lambda: ParallelAccelerated(n_shards=4),
-    "asynchronous": lambda: ParallelAccelerated(n_shards=4, mode="asynchronous"),
+    "serial": lambda: AcceleratedIBP(split_merge=0, complement=False),
+    "parallel": lambda: ParallelAcceleratedIBP(n_shards=4),
+    "asynchronous": lambda: ParallelAcceleratedIBP(n_shards=4, mode="asynchronous"),
 }
 
 
@@ -298,7 +298,7 @@ def test_dask_gives_the_thread_result(block_data, dask_cluster):
     _, client = dask_cluster
     settings = dict(n_iter=12, random_state=0)
     for mode in ("synchronous", "asynchronous"):
-        solver = ParallelAccelerated(n_shards=3, sweeps_per_sync=2, mode=mode)
+        solver = ParallelAcceleratedIBP(n_shards=3, sweeps_per_sync=2, mode=mode)
         threads = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
         solver.set_params(backend="dask", client=client)
         dask = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
@@ -314,7 +314,7 @@ def test_killing_a_dask_worker_mid_fit(dask_cluster):
     X_train, X_test = _block_split()
     pids = client.run(os.getpid)
     est = IBPFactorAnalysis(
-        solver=ParallelAccelerated(n_shards=4, backend="dask", client=client),
+        solver=ParallelAcceleratedIBP(n_shards=4, backend="dask", client=client),
         n_iter=N_ITER, random_state=0,
     )
     killed = []
@@ -379,7 +379,7 @@ def test_no_worker_left_stops_like_an_interrupt(block_data):
                                            host="127.0.0.1", dashboard_address=None)
         client = distributed.Client(cluster)
     try:
-        solver = ParallelAccelerated(n_shards=2, backend="dask", client=client,
+        solver = ParallelAcceleratedIBP(n_shards=2, backend="dask", client=client,
                                      worker_timeout=2.0)
         # The worker loads the kernels on its first task.
         IBPFactorAnalysis(solver=solver, n_iter=2, random_state=0).fit(block_data)

@@ -1,4 +1,4 @@
-"""The data-parallel sampler of the binary (leaky noisy-or) model, ParallelNoisyOr
+"""The data-parallel sampler of the binary (leaky noisy-or) model, ParallelNoisyOrIBP
 (seed 000 sec. 5.1, the non-conjugate procedure), its shard kernels and messages.
 
 The Dask tests share one ``LocalCluster`` of worker processes on loopback (a module
@@ -10,7 +10,7 @@ import warnings
 import numpy as np
 import pytest
 
-from sklearn_ibp.distributed import ParallelNoisyOr
+from sklearn_ibp.distributed import ParallelNoisyOrIBP
 from sklearn_ibp.likelihoods import LeakyNoisyOr
 
 
@@ -198,11 +198,11 @@ def _solver_state(solver, X, Z, A, seed=0, params=None):
 
 
 def test_summed_table_is_the_table_of_the_shards_rows():
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, Z, A = _blocks(400)
     for n_shards in (1, 3):
-        solver = ParallelNoisyOr(n_shards=n_shards, sweeps_per_sync=2)
+        solver = ParallelNoisyOrIBP(n_shards=n_shards, sweeps_per_sync=2)
         lik, state, rng = _solver_state(solver, X, Z, A)
         # At the start: the table of the full Z and the starting A.
         for mine, full in zip(solver.count_table(state), lik.count_table(X, state.observed, Z, A),
@@ -239,11 +239,11 @@ def test_summed_table_is_the_table_of_the_shards_rows():
 
 
 def test_one_shard_cavity_is_the_prior_exactly():
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
     from sklearn_ibp.distributed._noisy_or_shard import cavity_log_odds
 
     X, Z, A = _blocks(300)
-    solver = ParallelNoisyOr(n_shards=1)
+    solver = ParallelNoisyOrIBP(n_shards=1)
     lik, state, rng = _solver_state(solver, X, Z, A)
     for _ in range(3):
         solver.sweep(state, lik, rng)
@@ -254,7 +254,7 @@ def test_one_shard_cavity_is_the_prior_exactly():
         p_a = state.params["p_a"]
         np.testing.assert_array_equal(cavity, np.full(cavity.shape, np.log(p_a) - np.log1p(-p_a)))
     # With several shards the cavity leaves out exactly the shard's own message.
-    solver = ParallelNoisyOr(n_shards=3)
+    solver = ParallelNoisyOrIBP(n_shards=3)
     lik, state, rng = _solver_state(solver, X, Z, A)
     solver.sweep(state, lik, rng)
     shards = state.stats["shards"]
@@ -266,10 +266,10 @@ def test_one_shard_cavity_is_the_prior_exactly():
 
 @pytest.mark.parametrize("n_tokens", [1, 2])
 def test_only_the_token_holders_create_features(n_tokens):
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, _, _ = _blocks(400)
-    solver = ParallelNoisyOr(n_shards=4, proposal_rate=0.5, n_tokens=n_tokens)
+    solver = ParallelNoisyOrIBP(n_shards=4, proposal_rate=0.5, n_tokens=n_tokens)
     lik, state, rng = _solver_state(solver, X, np.zeros((400, 0), dtype=np.int8),
                                     np.zeros((0, 36)))
     created = {p: 0 for p in range(4)}
@@ -303,27 +303,27 @@ def test_only_the_token_holders_create_features(n_tokens):
     assert state.n_features > 0
 
 
-def test_registered_for_the_bernoulli_likelihood_only():
+def test_registered_for_the_noisy_or_likelihood_only():
     import pytest
 
     from sklearn_ibp import IBPFactorAnalysis
-    from sklearn_ibp.distributed import PARALLEL_SOLVERS, ParallelNoisyOr
+    from sklearn_ibp.distributed import PARALLEL_SOLVERS, ParallelNoisyOrIBP
     from sklearn_ibp.estimators.factor_analysis import ALL_SOLVERS, _serves
 
-    assert PARALLEL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
-    assert ALL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOr
-    assert _serves(ParallelNoisyOr, "bernoulli")
-    assert not _serves(ParallelNoisyOr, "gaussian")
-    assert not _serves(ParallelNoisyOr, "exponential")
+    assert PARALLEL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOrIBP
+    assert ALL_SOLVERS["parallel_noisy_or"] is ParallelNoisyOrIBP
+    assert _serves(ParallelNoisyOrIBP, "noisy_or")
+    assert not _serves(ParallelNoisyOrIBP, "gaussian")
+    assert not _serves(ParallelNoisyOrIBP, "exponential")
     X, _, _ = _blocks(200)
     with pytest.raises(ValueError, match="cannot serve likelihood='gaussian'"):
         IBPFactorAnalysis(solver="parallel_noisy_or", n_iter=2).fit(X)
-    est = IBPFactorAnalysis(likelihood="bernoulli", solver="parallel_noisy_or", n_iter=3,
+    est = IBPFactorAnalysis(likelihood="noisy_or", solver="parallel_noisy_or", n_iter=3,
                             random_state=0).fit(X)
     assert est._solver.n_shards == 2 and len(est._solver.timings_["round"]) == 3
     assert np.isfinite(est.traces_["log_joint"]).all()
     with pytest.raises(ValueError, match="more than the"):
-        IBPFactorAnalysis(likelihood="bernoulli", solver=ParallelNoisyOr(n_shards=5),
+        IBPFactorAnalysis(likelihood="noisy_or", solver=ParallelNoisyOrIBP(n_shards=5),
                           n_iter=1).fit(X[:4])
 
 
@@ -337,13 +337,13 @@ _RECOVERY = {
 @pytest.fixture(scope="module")
 def recovery_data():
     """2000 training rows of the block images, 500 held out, and the serial
-    MetropolisGibbs fit the parallel ones are held against."""
+    MetropolisIBP fit the parallel ones are held against."""
     from sklearn_ibp import IBPFactorAnalysis
-    from sklearn_ibp.solvers import MetropolisGibbs
+    from sklearn_ibp.solvers import MetropolisIBP
 
     X, _, A = _blocks(2500)
     X_train, X_test = X[:2000], X[2000:]
-    serial = IBPFactorAnalysis(likelihood="bernoulli", solver=MetropolisGibbs(proposal_rate=0.5),
+    serial = IBPFactorAnalysis(likelihood="noisy_or", solver=MetropolisIBP(proposal_rate=0.5),
                                n_iter=40, random_state=0).fit(X_train)
     return X_train, X_test, A, serial
 
@@ -363,8 +363,8 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
     proposals at rate 0.5 for both samplers, 4 shards; held-out score within 0.5% of the
     serial one's.
 
-    Measured (random_state 0): serial MetropolisGibbs held-out log-likelihood -11.212 per
-    row (12 features, the four true ones among them); ParallelNoisyOr synchronous -11.230
+    Measured (random_state 0): serial MetropolisIBP held-out log-likelihood -11.212 per
+    row (12 features, the four true ones among them); ParallelNoisyOrIBP synchronous -11.230
     (8 features), asynchronous -11.225, feature_subsample=0.5 -11.242, all with the four
     true features (0.1-0.3% from the serial score). Over random_state 0..9 the serial
     sampler found all four features in 10 of 10 runs at 40 iterations; the parallel one
@@ -375,12 +375,12 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
     features, sec. 5.2). The test's seed is one at which every variant finds them.
     """
     from sklearn_ibp import IBPFactorAnalysis
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X_train, X_test, A, serial = recovery_data
     _assert_recovered(serial, A, "serial")
-    solver = ParallelNoisyOr(n_shards=4, proposal_rate=0.5, **_RECOVERY[variant])
-    est = IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=40,
+    solver = ParallelNoisyOrIBP(n_shards=4, proposal_rate=0.5, **_RECOVERY[variant])
+    est = IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=40,
                             random_state=0).fit(X_train)
     _assert_recovered(est, A, variant)
     reference = serial.score(X_test)
@@ -390,7 +390,7 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
 def _fit(solver, X, n_iter=6):
     from sklearn_ibp import IBPFactorAnalysis
 
-    return IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=n_iter,
+    return IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=n_iter,
                              random_state=4).fit(X)
 
 
@@ -404,15 +404,15 @@ def _assert_same_fit(a, b):
 
 
 def test_reproducible_at_a_fixed_seed():
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, _, _ = _blocks(600)
     X = X.copy()
     X[np.random.default_rng(0).random(X.shape) < 0.05] = np.nan  # missing entries too
-    solver = ParallelNoisyOr(n_shards=3, sweeps_per_sync=2, proposal_rate=0.5)
+    solver = ParallelNoisyOrIBP(n_shards=3, sweeps_per_sync=2, proposal_rate=0.5)
     first = _fit(solver, X)
     _assert_same_fit(first, _fit(solver, X))
-    other = _fit(ParallelNoisyOr(n_shards=3, sweeps_per_sync=2, proposal_rate=0.5,
+    other = _fit(ParallelNoisyOrIBP(n_shards=3, sweeps_per_sync=2, proposal_rate=0.5,
                                  n_workers=1), X)
     _assert_same_fit(first, other)  # one thread or three: the same draws
 
@@ -432,10 +432,10 @@ def dask_client():
 
 @pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
 def test_dask_gives_the_thread_result(dask_client, mode):
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, _, _ = _blocks(400)
-    solver = ParallelNoisyOr(n_shards=2, proposal_rate=0.5, mode=mode)
+    solver = ParallelNoisyOrIBP(n_shards=2, proposal_rate=0.5, mode=mode)
     threads = _fit(solver, X, n_iter=4)
     solver.set_params(backend="dask", client=dask_client)
     dask = _fit(solver, X, n_iter=4)
@@ -446,19 +446,19 @@ def test_dask_gives_the_thread_result(dask_client, mode):
 
 # -- asynchronous mode and feature sub-sampling ----------------------------------------------
 def test_asynchronous_mode_is_reproducible_and_keeps_the_features_aligned():
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, _, _ = _blocks(600)
     X = X.copy()
     X[np.random.default_rng(1).random(X.shape) < 0.05] = np.nan
-    solver = ParallelNoisyOr(n_shards=3, mode="asynchronous", proposal_rate=0.5)
+    solver = ParallelNoisyOrIBP(n_shards=3, mode="asynchronous", proposal_rate=0.5)
     first = _fit(solver, X, n_iter=8)
     _assert_same_fit(first, _fit(solver, X, n_iter=8))
     # One thread or three: the messages are taken in shard order, the same draws.
-    _assert_same_fit(first, _fit(ParallelNoisyOr(n_shards=3, mode="asynchronous",
+    _assert_same_fit(first, _fit(ParallelNoisyOrIBP(n_shards=3, mode="asynchronous",
                                                  proposal_rate=0.5, n_workers=1), X, n_iter=8))
     # Not the synchronous chain (after the first round the shards see older messages).
-    sync = _fit(ParallelNoisyOr(n_shards=3, proposal_rate=0.5), X, n_iter=8)
+    sync = _fit(ParallelNoisyOrIBP(n_shards=3, proposal_rate=0.5), X, n_iter=8)
     assert not np.array_equal(sync.traces_["log_joint"], first.traces_["log_joint"])
     solver = first._solver
     assert all(len(t) == 8 for t in solver.timings_.values())
@@ -485,10 +485,10 @@ def test_asynchronous_token_and_feature_ids():
     """Driven round by round: only the shard sent with the token creates features, the
     token moves on when its holder's message is in, a message in an older numbering is
     mapped to the current one, and no feature a shard in flight could take up is dropped."""
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, _, _ = _blocks(400)
-    solver = ParallelNoisyOr(n_shards=4, mode="asynchronous", proposal_rate=0.5)
+    solver = ParallelNoisyOrIBP(n_shards=4, mode="asynchronous", proposal_rate=0.5)
     lik, state, rng = _solver_state(solver, X, np.zeros((400, 0), dtype=np.int8),
                                     np.zeros((0, 36)))
     solver.sweep(state, lik, rng)  # the first round is synchronous
@@ -525,22 +525,22 @@ def test_asynchronous_token_and_feature_ids():
 def test_invalid_parameters_are_refused(params):
     from sklearn.utils._param_validation import InvalidParameterError
 
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, Z, A = _blocks(40)
     with pytest.raises(InvalidParameterError, match=next(iter(params))):
-        _solver_state(ParallelNoisyOr(**params), X, Z, A)
+        _solver_state(ParallelNoisyOrIBP(**params), X, Z, A)
 
 
 def test_more_tokens_than_shards_is_refused():
-    from sklearn_ibp.distributed import ParallelNoisyOr
+    from sklearn_ibp.distributed import ParallelNoisyOrIBP
 
     X, Z, A = _blocks(40)
     with pytest.raises(ValueError, match="n_tokens=3 is more than n_shards=2"):
-        _solver_state(ParallelNoisyOr(n_tokens=3), X, Z, A)
+        _solver_state(ParallelNoisyOrIBP(n_tokens=3), X, Z, A)
 
 
-class _InterruptedNoisyOr(ParallelNoisyOr):
+class _InterruptedNoisyOr(ParallelNoisyOrIBP):
     """Raises KeyboardInterrupt after its fourth round, once, as Ctrl-C between rounds."""
 
     def sweep(self, state, likelihood, rng):
@@ -562,7 +562,7 @@ def test_asynchronous_interrupt_rolls_back_and_warm_start_continues():
     X, _, _ = _blocks(300)
     solver = _InterruptedNoisyOr(n_shards=3, mode="asynchronous", proposal_rate=0.5)
     with pytest.warns(SamplingInterruptedWarning, match="after 3 of 8"):
-        est = IBPFactorAnalysis(likelihood="bernoulli", solver=solver, n_iter=8, burn_in=1,
+        est = IBPFactorAnalysis(likelihood="noisy_or", solver=solver, n_iter=8, burn_in=1,
                                 random_state=0).fit(X)
     assert est.interrupted_ and est.n_iter_ == 3
     assert est._solver._in_flight == {}

@@ -23,7 +23,7 @@ N, D, K = 14, 4, 3
 PARAMS = {
     "gaussian": {"sigma_x": 0.7, "sigma_a": 1.3},
     "exponential": {"sigma_x": 0.5, "rate": 1.5},
-    "bernoulli": {
+    "detection": {
         "false_rate": np.array([0.1, 0.2, 0.05, 0.3]),
         "miss_rate": np.array([0.15, 0.1, 0.25, 0.05]),
         "p_a": 0.4,
@@ -32,7 +32,7 @@ PARAMS = {
 MODELS = {
     "gaussian": LinearGaussianFeatures,
     "exponential": ExponentialGaussian,
-    "bernoulli": BinaryDetection,
+    "detection": BinaryDetection,
 }
 NAMES = list(MODELS)
 
@@ -48,14 +48,14 @@ def make_case(name, seed=0):
     X = model.sample_data(Z, A, params, rng)
     observed = (rng.random((N, D)) > 0.2).astype(np.uint8)
     observed[:, 0] = 1
-    X[observed == 0] = 0.5 if name == "bernoulli" else 1e3
+    X[observed == 0] = 0.5 if name == "detection" else 1e3
     return model, X, observed, Z, A, params
 
 
 def reference_row_log_likelihood(name, X, observed, Z, A, params):
     """Per-row log density from scipy.stats, masked."""
     pred = Z.astype(float) @ A
-    if name == "bernoulli":
+    if name == "detection":
         reached = pred > 0
         p_one = np.where(reached, 1 - params["miss_rate"], params["false_rate"])
         terms = stats.bernoulli.logpmf(np.where(observed == 1, X, 0).astype(int), p_one)
@@ -72,7 +72,7 @@ def test_class_attributes(name):
     expected = {
         "gaussian": (OBSERVE_GAUSSIAN, PRIOR_GAUSSIAN, ("sigma_x", "sigma_a")),
         "exponential": (OBSERVE_GAUSSIAN, PRIOR_EXPONENTIAL, ("sigma_x", "rate")),
-        "bernoulli": (OBSERVE_DETECTION, PRIOR_BERNOULLI, ("p_a",)),
+        "detection": (OBSERVE_DETECTION, PRIOR_BERNOULLI, ("p_a",)),
     }[name]
     assert (model.observation_kind, model.prior_kind, model.parameter_names) == expected
 
@@ -103,7 +103,7 @@ def test_predict_is_the_mean_of_sample_data(name):
     assert mean.shape == (N, D)
     rng = np.random.default_rng(1)
     draws = np.mean([model.sample_data(Z, A, params, rng) for _ in range(4000)], axis=0)
-    spread = {"gaussian": 0.7, "exponential": 0.5, "bernoulli": 0.5}[name]
+    spread = {"gaussian": 0.7, "exponential": 0.5, "detection": 0.5}[name]
     assert np.max(np.abs(draws - mean)) < 5 * spread / np.sqrt(4000)
 
 
@@ -111,7 +111,7 @@ def test_predict_is_the_mean_of_sample_data(name):
 def test_missing_entries_change_nothing(name):
     model, X, observed, Z, A, params = make_case(name)
     other = X.copy()
-    other[observed == 0] = 1.0 if name == "bernoulli" else -7.5
+    other[observed == 0] = 1.0 if name == "detection" else -7.5
     assert not np.array_equal(other, X)
     for data in (X, other):
         model.check_data(data, observed)
@@ -130,7 +130,7 @@ def test_missing_entries_change_nothing(name):
             np.testing.assert_array_equal(first, second)
     # The mask matters: observing the junk changes the likelihood.
     everything = np.ones_like(observed)
-    if name != "bernoulli":
+    if name != "detection":
         assert model.log_likelihood(X, everything, Z, A, params) != pytest.approx(
             model.log_likelihood(X, observed, Z, A, params)
         )
@@ -192,7 +192,7 @@ def test_same_seed_gives_identical_results(name):
     second = run_every_method(model, X, observed, Z, A, params, np.random.default_rng(11))
     assert_same(first, second)
     third = run_every_method(model, X, observed, Z, A, params, np.random.default_rng(12))
-    assert not np.array_equal(first[4], third[4]) or name == "bernoulli"
+    assert not np.array_equal(first[4], third[4]) or name == "detection"
     assert not np.array_equal(first[10], third[10])
 
 
@@ -234,7 +234,7 @@ def test_log_prior_features_matches_scipy(name):
     expected = {
         "gaussian": lambda: stats.norm.logpdf(A, 0, params["sigma_a"]).sum(),
         "exponential": lambda: stats.expon.logpdf(A, scale=1 / params["rate"]).sum(),
-        "bernoulli": lambda: stats.bernoulli.logpmf(A.astype(int), params["p_a"]).sum(),
+        "detection": lambda: stats.bernoulli.logpmf(A.astype(int), params["p_a"]).sum(),
     }[name]()
     assert model.log_prior_features(A, params) == pytest.approx(expected, rel=1e-12)
 
@@ -259,7 +259,7 @@ def test_prior_array_drives_the_kernel_prior(name):
     direct = model.sample_prior_features(3000, D, params, rng)
     assert direct.shape == (3000, D) and direct.dtype == np.float64
     for draws in (kernel.ravel(), direct.ravel()):
-        if name == "bernoulli":
+        if name == "detection":
             assert set(np.unique(draws)) <= {0.0, 1.0}
             test = stats.binomtest(int(draws.sum()), draws.size, params["p_a"])
             assert test.pvalue > 1e-3
@@ -294,7 +294,7 @@ def test_initial_parameters():
     np.testing.assert_array_equal(binary["miss_rate"], np.full(3, 0.1))
     assert binary["p_a"] == 0.5
     for name, model in MODELS.items():
-        data = (X > 3).astype(float) if name == "bernoulli" else X
+        data = (X > 3).astype(float) if name == "detection" else X
         params = model().initial_parameters(data, observed)
         assert all(np.isscalar(params[key]) for key in model.parameter_names)
 
@@ -318,7 +318,7 @@ def test_check_data_rejects_bad_arrays(name):
 
 
 def test_check_data_rejects_non_binary_observed_entries():
-    model, X, observed, _, _, _ = make_case("bernoulli")
+    model, X, observed, _, _, _ = make_case("detection")
     bad = X.copy()
     bad[2, 0] = 0.5
     with pytest.raises(ValueError, match="X must be binary"):

@@ -27,7 +27,7 @@ from sklearn_ibp.solvers.ibp_explicit._semi_ordered_slice_kernels import (
     update_weighted_row_features,
 )
 from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import (
-    SemiOrderedSliceSampler,
+    SemiOrderedSliceIBP,
     active_weights,
 )
 from tests._enumeration import enumerate_prior, history_key
@@ -243,7 +243,7 @@ def test_histogram_matches_exact_posterior(tiny_posterior):
     probs = np.array([tiny_posterior[k] for k in keys])
     X = X_TINY[:, None].copy()
     observed = np.ones(X.shape, dtype=np.uint8)
-    solver = SemiOrderedSliceSampler()
+    solver = SemiOrderedSliceIBP()
     out = []
     for start in rng.choice(len(keys), size=1500, p=probs / probs.sum()):
         Z, Y, A = _exact_draw(keys[start], rng)
@@ -265,7 +265,7 @@ def test_prior_number_of_features_without_data():
     rate = alpha * sum(1.0 / i for i in range(1, n_rows + 1))
     rng = np.random.default_rng(3)
     X = np.zeros((n_rows, 0))
-    solver = SemiOrderedSliceSampler()
+    solver = SemiOrderedSliceIBP()
     state = solver.initialize(X, np.ones(X.shape, np.uint8), np.zeros((n_rows, 0)), None,
                               alpha, PARAMS, LIK, rng)
     Ks = np.empty(8000)
@@ -301,7 +301,7 @@ def test_successive_conditionals_keep_the_joint_prior():
     N, D, sigma_x, sigma_a, n_chains = 3, 2, 0.5, 1.0, 1000
     params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
     rng = np.random.default_rng(5)
-    solver = SemiOrderedSliceSampler()
+    solver = SemiOrderedSliceIBP()
     observed = np.ones((N, D), np.uint8)
     observed[0, 1] = 0
     Ks, weight_stat, feature_stat = (np.empty(n_chains) for _ in range(3))
@@ -342,7 +342,7 @@ def _reconstruction_trace(X, likelihood, seed, n_features=10, n_sweeps=100):
     rng = np.random.default_rng(seed)
     observed = np.ones(X.shape, np.uint8)
     Z0 = (rng.random((X.shape[0], n_features)) < 0.3).astype(np.int8)
-    solver = SemiOrderedSliceSampler()
+    solver = SemiOrderedSliceIBP()
     state = solver.initialize(X, observed, Z0, None, 0.01, {"sigma_x": 1.0, "sigma_a": 0.75},
                               likelihood, rng)
     trace = np.empty((n_sweeps, 2))
@@ -396,7 +396,7 @@ def test_log_joint_and_missing_entries_masked():
     for fill in (0.0, 1e6):
         Xf = np.where(observed > 0, X, fill)
         rng = np.random.default_rng(9)
-        solver = SemiOrderedSliceSampler()
+        solver = SemiOrderedSliceIBP()
         state = solver.initialize(Xf, observed, Z, A, 1.0, params, LIK, rng)
         for _ in range(10):
             solver.sweep(state, LIK, rng)
@@ -431,7 +431,7 @@ def test_same_seed_same_chain_inputs_untouched_and_bad_input():
     runs = []
     for _ in range(2):
         rng = np.random.default_rng(7)
-        solver = SemiOrderedSliceSampler(capacity=2)  # forces the capacity to grow
+        solver = SemiOrderedSliceIBP(capacity=2)  # forces the capacity to grow
         state = solver.initialize(X, observed, Z, A, 2.0, params, LIK, rng, Y=Y)
         for _ in range(15):
             solver.sweep(state, LIK, rng)
@@ -442,6 +442,6 @@ def test_same_seed_same_chain_inputs_untouched_and_bad_input():
         np.testing.assert_array_equal(a, b)
     rng = np.random.default_rng(0)
     with pytest.raises(ValueError, match="Y must have the shape of Z"):
-        SemiOrderedSliceSampler().initialize(X, observed, Z, A, 1.0, params, LIK, rng,
+        SemiOrderedSliceIBP().initialize(X, observed, Z, A, 1.0, params, LIK, rng,
                                              Y=np.zeros((3, 3)))
-    assert "gaussian_weights" in SemiOrderedSliceSampler.likelihoods
+    assert "gaussian_weights" in SemiOrderedSliceIBP.likelihoods

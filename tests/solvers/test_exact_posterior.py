@@ -11,10 +11,10 @@ import pytest
 from scipy.stats import chi2
 
 from sklearn_ibp.solvers import (
-    AcceleratedGibbs,
-    CollapsedGibbs,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    AcceleratedIBP,
+    CollapsedIBP,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 from tests._enumeration import enumerate_posterior, history_key
 from tests.solvers._helpers import run_solver
@@ -84,12 +84,12 @@ def chi_square_against(posterior, keys):
 # four rows uncollapsed 0.11, 0.46, 0.75, semi-collapsed 0.087, 0.11, 0.82; the top
 # class within 0.03 of its probability in all twelve runs.
 SOLVERS = [
-    (AcceleratedGibbs(), 3000, 10, 1.0),
-    (AcceleratedGibbs(), 3000, 10, 2.0),
-    (AcceleratedGibbs(window=3, refresh_every=7), 3000, 10, 1.0),
-    (CollapsedGibbs(), 3000, 10, 1.0),
-    (UncollapsedGibbs(), 1200, 100, 1.0),
-    (SemiCollapsedGibbs(), 1200, 100, 1.0),
+    (AcceleratedIBP(), 3000, 10, 1.0),
+    (AcceleratedIBP(), 3000, 10, 2.0),
+    (AcceleratedIBP(window=3, refresh_every=7), 3000, 10, 1.0),
+    (CollapsedIBP(), 3000, 10, 1.0),
+    (UncollapsedIBP(), 1200, 100, 1.0),
+    (SemiCollapsedIBP(), 1200, 100, 1.0),
 ]
 
 

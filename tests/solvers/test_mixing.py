@@ -23,8 +23,8 @@ dozen IATs long is noisy (a factor of about 1.5 either way), so each bar is on t
 geometric mean over the six settings and ``N_DATASETS`` data sets each of the ratio of the
 two samplers' IATs on the same data.
 
-``"collapsed"`` is run as :class:`~sklearn_ibp.solvers.AcceleratedGibbs`, which draws the
-same chain as :class:`~sklearn_ibp.solvers.CollapsedGibbs` from the same seed at a tenth of
+``"collapsed"`` is run as :class:`~sklearn_ibp.solvers.AcceleratedIBP`, which draws the
+same chain as :class:`~sklearn_ibp.solvers.CollapsedIBP` from the same seed at a tenth of
 the cost (``test_equivalence.py``; checked again here on this setting).
 """
 
@@ -36,10 +36,10 @@ from sklearn_ibp.diagnostics import effective_sample_size
 from sklearn_ibp.likelihoods import LinearGaussianFeatures
 from sklearn_ibp.priors.ibp import harmonic_rate, sample_ibp
 from sklearn_ibp.solvers import (
-    AcceleratedGibbs,
-    CollapsedGibbs,
-    SemiOrderedSliceSampler,
-    SliceSampler,
+    AcceleratedIBP,
+    CollapsedIBP,
+    SemiOrderedSliceIBP,
+    SliceIBP,
 )
 
 N_SAMPLES = 100
@@ -66,7 +66,7 @@ def _n_active(Z):
     return int(np.count_nonzero(Z.any(axis=0)))
 
 
-def collapsed_trace(X, alpha, n_sweeps, rng, cls=AcceleratedGibbs):
+def collapsed_trace(X, alpha, n_sweeps, rng, cls=AcceleratedIBP):
     """K after each sweep of collapsed Gibbs, alpha drawn from
     ``Gamma(1 + K, 1 + H_N)`` (its conditional given Z) after each sweep."""
     solver = cls()
@@ -111,7 +111,7 @@ def run_sampler(name, X, alpha, seed):
     rng = np.random.default_rng(seed)
     if name == "collapsed":
         return collapsed_trace(X, alpha, N_SWEEPS, rng)
-    cls = {"semi_ordered_slice": SemiOrderedSliceSampler, "slice": SliceSampler}[name]
+    cls = {"semi_ordered_slice": SemiOrderedSliceIBP, "slice": SliceIBP}[name]
     return explicit_trace(cls, X, alpha, N_SWEEPS, rng)
 
 
@@ -154,15 +154,15 @@ def format_table(table):
 
 
 def test_accelerated_trace_is_collapsed_trace():
-    """The collapsed chain of this file (run as the accelerated sampler) is CollapsedGibbs's
+    """The collapsed chain of this file (run as the accelerated sampler) is CollapsedIBP's
     chain: same seed, same K trace, alpha draws included."""
     X = make_data(2, 2.0, DATA_SEED)
 
     def algorithm_1():  # without the default's split-merge and complement moves (issue 20)
-        return AcceleratedGibbs(split_merge=0, complement=False)
+        return AcceleratedIBP(split_merge=0, complement=False)
 
     fast = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=algorithm_1)
-    slow = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=CollapsedGibbs)
+    slow = collapsed_trace(X, 2.0, 60, np.random.default_rng(1), cls=CollapsedIBP)
     assert np.ptp(fast) > 0
     np.testing.assert_array_equal(fast, slow)
 
@@ -171,7 +171,7 @@ def test_accelerated_trace_is_collapsed_trace():
 # IAT ratio semi_ordered_slice / collapsed 1.27, semi_ordered_slice / slice 0.33; with
 # DATA_SEED 8000 and 9000: 1.77 and 1.32, 0.71 and 0.36 (with 4000-sweep chains: 1.51,
 # 1.20, 1.67 and 0.40, 0.57, 0.39). Algorithm 16 alone
-# (SemiOrderedSliceSampler(unique_moves=None)) fails the first bar: 3.46 here (and 0.91
+# (SemiOrderedSliceIBP(unique_moves=None)) fails the first bar: 3.46 here (and 0.91
 # against slice), 4.05 and 1.06 with 4000-sweep chains, and with 8000-sweep chains on 15
 # other data sets 3.39 and 1.05 (slice / collapsed 3.23, semi_collapsed / collapsed
 # 1.33): its single slice per sweep starves the births of new features, which the

@@ -11,10 +11,10 @@ from scipy.stats import chi2, poisson
 
 from sklearn_ibp.priors.ibp import expected_n_features
 from sklearn_ibp.solvers import (
-    AcceleratedGibbs,
-    CollapsedGibbs,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    AcceleratedIBP,
+    CollapsedIBP,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 from tests.solvers._helpers import run_solver
 
@@ -32,11 +32,11 @@ def batch_means_se(values, n_batches=20):
 @pytest.mark.parametrize(
     "solver, alpha, beta",
     [
-        (AcceleratedGibbs(k_max=8), 2.0, 1.0),
-        (AcceleratedGibbs(k_max=8), 1.5, 3.0),
-        (CollapsedGibbs(k_max=8), 2.0, 1.0),
-        (UncollapsedGibbs(k_max=8), 2.0, 1.0),
-        (SemiCollapsedGibbs(k_max=8), 2.0, 1.0),
+        (AcceleratedIBP(k_max=8), 2.0, 1.0),
+        (AcceleratedIBP(k_max=8), 1.5, 3.0),
+        (CollapsedIBP(k_max=8), 2.0, 1.0),
+        (UncollapsedIBP(k_max=8), 2.0, 1.0),
+        (SemiCollapsedIBP(k_max=8), 2.0, 1.0),
     ],
     ids=lambda v: getattr(v, "name", str(v)),
 )

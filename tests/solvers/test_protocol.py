@@ -10,9 +10,9 @@ from sklearn_ibp import DPMixture, IBPFactorAnalysis, InfiniteEBA, NoisyOrHierar
 from sklearn_ibp.datasets import make_paris_rome
 from sklearn_ibp.solvers import (
     MODELS,
-    AcceleratedGibbs,
-    CollapsedDPGibbs,
-    EBASliceSampler,
+    AcceleratedIBP,
+    CollapsedDP,
+    SliceEBA,
     Solver,
     _protocol,
     get_solver,
@@ -47,9 +47,9 @@ def test_flags_say_what_each_family_is():
         "parallel_noisy_or"}
     assert {n for n, c in ibp.items() if c.variational} == set(solvers.VARIATIONAL_SOLVERS)
     assert {n for n, c in ibp.items() if c.can_bound_features} == {"accelerated"}
-    assert AcceleratedGibbs().bounds_features  # the former name, kept one release
-    assert CollapsedDPGibbs.context == "base"
-    assert solvers.HierarchyGibbs.context == "likelihood"
+    assert AcceleratedIBP().bounds_features  # the former name, kept one release
+    assert CollapsedDP.context == "base"
+    assert solvers.GibbsHierarchy.context == "likelihood"
 
 
 def test_old_dicts_are_views_of_the_registry():
@@ -76,15 +76,15 @@ def test_register_solver_refuses_a_taken_name_and_a_non_solver():
         register_solver(Another)
     with pytest.raises(TypeError, match="subclass of Solver"):
         register_solver(object)
-    register_solver(EBASliceSampler)  # the same class again: nothing happens
-    assert get_solver("eba", "slice") is EBASliceSampler
+    register_solver(SliceEBA)  # the same class again: nothing happens
+    assert get_solver("eba", "slice") is SliceEBA
 
 
 def test_register_solver_as_a_decorator(monkeypatch):
     monkeypatch.setitem(_protocol._REGISTRY, "eba", dict(_protocol._REGISTRY["eba"]))
 
     @register_solver
-    class Tiny(EBASliceSampler):
+    class Tiny(SliceEBA):
         name = "tiny_for_test"
 
     assert get_solver("eba", "tiny_for_test") is Tiny
@@ -95,14 +95,14 @@ def _blocks(n=8, d=4, seed=0):
 
 
 @pytest.mark.parametrize("make, fit_args, model", [
-    (lambda: DPMixture(solver=AcceleratedGibbs(), n_iter=2), lambda: (_blocks(),), "dp"),
-    (lambda: IBPFactorAnalysis(solver=EBASliceSampler(), n_iter=2), lambda: (_blocks(),),
+    (lambda: DPMixture(solver=AcceleratedIBP(), n_iter=2), lambda: (_blocks(),), "dp"),
+    (lambda: IBPFactorAnalysis(solver=SliceEBA(), n_iter=2), lambda: (_blocks(),),
      "ibp"),
-    (lambda: IBPFactorAnalysis(solver=CollapsedDPGibbs(), n_iter=2), lambda: (_blocks(),),
+    (lambda: IBPFactorAnalysis(solver=CollapsedDP(), n_iter=2), lambda: (_blocks(),),
      "ibp"),
-    (lambda: InfiniteEBA(solver=AcceleratedGibbs(), n_iter=2),
+    (lambda: InfiniteEBA(solver=AcceleratedIBP(), n_iter=2),
      lambda: make_paris_rome(6, random_state=0)[:2], "eba"),
-    (lambda: NoisyOrHierarchy(solver=AcceleratedGibbs(), n_iter=2),
+    (lambda: NoisyOrHierarchy(solver=AcceleratedIBP(), n_iter=2),
      lambda: ((_blocks() > 0).astype(float),), "hierarchy"),
 ])
 def test_a_solver_of_another_model_is_refused(make, fit_args, model):
@@ -111,10 +111,10 @@ def test_a_solver_of_another_model_is_refused(make, fit_args, model):
 
 
 @pytest.mark.parametrize("make, fit_args, model", [
-    (lambda: DPMixture(solver=AcceleratedGibbs(), n_iter=2), lambda: (_blocks(),), "dp"),
-    (lambda: IBPFactorAnalysis(solver=EBASliceSampler(), n_iter=2), lambda: (_blocks(),),
+    (lambda: DPMixture(solver=AcceleratedIBP(), n_iter=2), lambda: (_blocks(),), "dp"),
+    (lambda: IBPFactorAnalysis(solver=SliceEBA(), n_iter=2), lambda: (_blocks(),),
      "ibp"),
-    (lambda: InfiniteEBA(solver=AcceleratedGibbs(), n_iter=2),
+    (lambda: InfiniteEBA(solver=AcceleratedIBP(), n_iter=2),
      lambda: make_paris_rome(6, random_state=0)[:2], "eba"),
 ])
 def test_the_message_names_the_expected_model(make, fit_args, model):

@@ -1,6 +1,10 @@
 """The Gibbs sampler of the distance-dependent IBP: owners and links (Gershman, Frazier and
 Blei, sec. 5)."""
 
-from .ddibp_gibbs import DistanceDependentGibbs
+from ..._deprecation import class_aliases
+from .ddibp_gibbs import GibbsDDIBP
 
-__all__ = ["DistanceDependentGibbs"]
+__all__ = ["GibbsDDIBP"]
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"DistanceDependentGibbs": "GibbsDDIBP"})

@@ -28,17 +28,18 @@ from numbers import Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ...priors.ddibp import DDIBPPrior, compute_reachability
 from ..ibp._base import BaseIBPSolver, FeatureState, with_capacity
 from ..ibp._collapsed_kernels import _full_inverse
 from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
 
-__all__ = ["DistanceDependentGibbs"]
+__all__ = ["GibbsDDIBP"]
 
 _NO_BOUND = np.int64(np.iinfo(np.int64).max)
 
 
-class DistanceDependentGibbs(BaseIBPSolver):
+class GibbsDDIBP(BaseIBPSolver):
     """Gibbs and Metropolis sampler of the dd-IBP with the linear-Gaussian likelihood.
 
     The prior is given to :meth:`initialize` as ``hyper["prior"]``, a
@@ -68,7 +69,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
     """
 
     model = "ddibp"
-    name = "ddibp_gibbs"
+    name = "gibbs"
     _parameter_constraints: dict = {
         "own_weight": [Interval(Real, 0, 1, closed="left")],
         "link_update": [StrOptions({"metropolis", "gibbs"})],
@@ -218,3 +219,7 @@ class DistanceDependentGibbs(BaseIBPSolver):
 
     def compact(self, state, keep) -> None:  # every owned dish is active: nothing to drop
         return None
+
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"DistanceDependentGibbs": "GibbsDDIBP"})

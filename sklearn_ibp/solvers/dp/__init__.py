@@ -1,9 +1,10 @@
 """Samplers of the Dirichlet process mixtures: Neal's algorithms, split-merge and the
 stick-breaking samplers (Görür 2007, ch. 3), with their shared base (``MixtureState``)."""
 
+from ..._deprecation import class_aliases
 from ._dp_base import BaseDPSolver, MixtureState
 from .dp_auxiliary import AuxiliaryDP
-from .dp_collapsed import CollapsedDPGibbs
+from .dp_collapsed import CollapsedDP
 from .dp_gibbs import GibbsDP
 from .dp_metropolis import MetropolisDP
 from .dp_no_gaps import NoGapsDP
@@ -15,7 +16,7 @@ from .dp_truncated import TruncatedDP
 __all__ = [
     "AuxiliaryDP",
     "BaseDPSolver",
-    "CollapsedDPGibbs",
+    "CollapsedDP",
     "GibbsDP",
     "MetropolisDP",
     "MixtureState",
@@ -25,3 +26,6 @@ __all__ = [
     "SplitMergeDP",
     "TruncatedDP",
 ]
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"CollapsedDPGibbs": "CollapsedDP"})

@@ -9,7 +9,7 @@ are touched (one downdate and one update, ``O(D^2)``) only when a row actually m
 
 Clusters live in slots; a slot emptied during a sweep is reused by the next new cluster
 (the lowest free one). Every candidate is visited in increasing slot order and each draw uses
-one uniform, so the pure-Python path of :class:`~sklearn_ibp.solvers.CollapsedDPGibbs`
+one uniform, so the pure-Python path of :class:`~sklearn_ibp.solvers.CollapsedDP`
 makes the same choices from the same seed.
 """
 

@@ -28,6 +28,7 @@ import math
 import numpy as np
 from sklearn.utils._param_validation import StrOptions
 
+from ..._deprecation import class_aliases
 from ...likelihoods._normal_wishart_kernels import (
     allocate_slots,
     grow_slots,
@@ -38,7 +39,7 @@ from ._dp_base import BaseDPSolver, MixtureState, relabel
 from ._dp_collapsed_kernels import log_predictive_table, sweep_collapsed_nw
 from ._dp_gaussian_kernels import relabel_slots
 
-__all__ = ["CollapsedDPGibbs"]
+__all__ = ["CollapsedDP"]
 
 
 def draw_index(log_weights, rng) -> int:
@@ -61,7 +62,7 @@ def draw_index(log_weights, rng) -> int:
     return j
 
 
-class CollapsedDPGibbs(BaseDPSolver):
+class CollapsedDP(BaseDPSolver):
     """Collapsed Gibbs sampler of the indicators of a conjugate DP mixture (Algorithm 3).
 
     Parameters
@@ -284,3 +285,6 @@ class CollapsedDPGibbs(BaseDPSolver):
                 out[:, k] = base.log_predictive(X_new, state.X[state.labels == k])
             out[:, K] = base.log_prior_predictive(X_new)
         return out
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"CollapsedDPGibbs": "CollapsedDP"})

@@ -9,7 +9,7 @@ Gibbs scans between two components, and propose either the split (final restrict
 or the merge; the proposal probability of the restricted scans enters the acceptance ratio
 (see :mod:`sklearn_ibp.solvers.dp._dp_split_merge_kernels` for the ratios). Each sweep makes
 ``n_proposals`` proposals and then one collapsed Gibbs sweep
-(:class:`~sklearn_ibp.solvers.dp.dp_collapsed.CollapsedDPGibbs`), which the split-merge moves
+(:class:`~sklearn_ibp.solvers.dp.dp_collapsed.CollapsedDP`), which the split-merge moves
 complement rather than replace.
 
 As for the collapsed sampler there are two paths: numba kernels for the Normal-Wishart base
@@ -28,7 +28,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ...likelihoods._normal_wishart_kernels import allocate_slots
 from ._dp_base import MixtureState
 from ._dp_split_merge_kernels import split_merge_nw
-from .dp_collapsed import CollapsedDPGibbs
+from .dp_collapsed import CollapsedDP
 
 __all__ = ["SplitMergeDP"]
 
@@ -46,7 +46,7 @@ def _log_sigmoid(d):
     return d - math.log1p(math.exp(d))
 
 
-class SplitMergeDP(CollapsedDPGibbs):
+class SplitMergeDP(CollapsedDP):
     """Restricted-Gibbs split-merge moves (Jain and Neal 2004) with collapsed Gibbs sweeps.
 
     Parameters
@@ -65,9 +65,9 @@ class SplitMergeDP(CollapsedDPGibbs):
         rows one after the other by the restricted-Gibbs probabilities given the rows
         allocated so far, which lets the scans find a split of a large cluster.
     scan_order : {"sequential", "random"}, default="sequential"
-        Row order of the Gibbs sweep (see :class:`CollapsedDPGibbs`).
+        Row order of the Gibbs sweep (see :class:`CollapsedDP`).
     use_kernels : bool, default=True
-        Use the numba path for the Normal-Wishart base (see :class:`CollapsedDPGibbs`).
+        Use the numba path for the Normal-Wishart base (see :class:`CollapsedDP`).
 
     Notes
     -----
@@ -82,7 +82,7 @@ class SplitMergeDP(CollapsedDPGibbs):
     proposes_splits = True
 
     _parameter_constraints: dict = {
-        **CollapsedDPGibbs._parameter_constraints,
+        **CollapsedDP._parameter_constraints,
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
         "n_intermediate": [Interval(Integral, 0, None, closed="left")],
         "launch": [StrOptions({"sequential", "random"})],

@@ -23,7 +23,7 @@ One sweep, as the seed's sec. 4.5.2:
   proposal of eq. 4.70, ``w' ~ Gamma(eta, eta / w)`` (mean ``w``, sd ``w / sqrt(eta)``);
   ``eta`` is tuned towards an acceptance rate of 0.5 during the first ``adapt_sweeps``
   sweeps (the burn-in) and then held, as the seed adjusts it "initially".
-* ``alpha`` by Gibbs (:meth:`EBASliceSampler.sample_alpha`, called by the estimator):
+* ``alpha`` by Gibbs (:meth:`SliceEBA.sample_alpha`, called by the estimator):
   ``Gamma(1 + K, 1 + H_N)`` under a ``Gamma(1, 1)`` prior.
 """
 
@@ -36,6 +36,7 @@ import numpy as np
 from scipy.special import gammaln
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
@@ -51,7 +52,7 @@ from ._eba_slice_kernels import (
     update_weights_from_prior,
 )
 
-__all__ = ["EBASliceSampler", "EBAState"]
+__all__ = ["SliceEBA", "EBAState"]
 
 #: ``Gamma(1, 1)`` = ``Exponential(rate 1)``: the weight prior, eq. 4.67, in the form the
 #: stick-breaking kernels draw new feature values from.
@@ -62,7 +63,7 @@ TARGET_ACCEPTANCE = 0.5
 
 
 class EBAState:
-    """The chain of :class:`EBASliceSampler`: aspects, weights and the pair statistics.
+    """The chain of :class:`SliceEBA`: aspects, weights and the pair statistics.
 
     Attributes
     ----------
@@ -151,7 +152,7 @@ def _grow(state: EBAState, capacity: int) -> None:
     state.Z, state.W, state.counts, state.sticks = Z, W, counts, sticks
 
 
-class EBASliceSampler(Solver):
+class SliceEBA(Solver):
     """Slice sampler for the infinite elimination-by-aspects model (seed 002 sec. 4.5.2).
 
     ``Z`` by the semi-ordered stick-breaking slice sampler (Algorithm 16), the weights by
@@ -359,8 +360,8 @@ class EBASliceSampler(Solver):
     def sample_alpha(self, state: EBAState, rng, prior=(1.0, 1.0)) -> None:
         """``alpha ~ Gamma(shape + K, rate + H_N)`` given the ``K`` active aspects of the
         ``N`` alternatives (sec. 4.5.2's Gibbs step; the sticks are integrated out as in
-        :meth:`SemiOrderedSliceSampler.sample_alpha
-        <sklearn_ibp.solvers.SemiOrderedSliceSampler.sample_alpha>`)."""
+        :meth:`SemiOrderedSliceIBP.sample_alpha
+        <sklearn_ibp.solvers.SemiOrderedSliceIBP.sample_alpha>`)."""
         shape, rate = prior
         state.alpha = sample_alpha_conditional(state.n_features, state.harmonic, rng,
                                                prior_shape=shape, prior_rate=rate)
@@ -401,3 +402,7 @@ class EBASliceSampler(Solver):
         for name in ("Z", "W", "unique", "adv", "counts", "sticks", "pred"):
             setattr(new, name, getattr(state, name).copy())
         return new
+
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"EBASliceSampler": "SliceEBA"})

@@ -28,13 +28,14 @@ import numpy as np
 from scipy.special import gammaln
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ..._slice import slice_sample
 from ...priors.crp import sample_alpha_posterior_crp
 from ...priors.ibp import sample_alpha_posterior
 from .._protocol import Solver
 from . import _hierarchy_kernels as kernels
 
-__all__ = ["HierarchyGibbs", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
+__all__ = ["GibbsHierarchy", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
 
 UPPER_CODES = {"dp": kernels.UPPER_DP, "ibp": kernels.UPPER_IBP}
 LINK_CODES = {"or": kernels.LINK_OR, "noisy_or": kernels.LINK_NOISY_OR}
@@ -87,7 +88,7 @@ class HierarchyState:
 MERGE_SPLIT_ATTEMPTS = 8
 
 
-class HierarchyGibbs(Solver):
+class GibbsHierarchy(Solver):
     """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (seed 000 sec. 7.2).
 
     Parameters
@@ -184,7 +185,7 @@ class HierarchyGibbs(Solver):
             params=dict(params),
         )
         _refresh_prediction(state)
-        HierarchyGibbs.compact(state)
+        GibbsHierarchy.compact(state)
         return state
 
     #: The protocol's name for :meth:`new_state`.
@@ -713,3 +714,7 @@ def _sample_q(state: HierarchyState, rng) -> float:
     q = min(max(state.q, 1e-12), 1.0 - 1e-12)
     u = slice_sample(log_density, math.log(q) - math.log1p(-q), rng, width=2.0)
     return float(1.0 / (1.0 + math.exp(-u)))
+
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"HierarchyGibbs": "GibbsHierarchy"})

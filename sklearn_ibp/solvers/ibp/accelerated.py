@@ -14,14 +14,15 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ._accelerated_kernels import refresh_posterior, sweep_accelerated
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from .ibp_split_merge import apply_split_merge
 
-__all__ = ["AcceleratedGibbs"]
+__all__ = ["AcceleratedIBP"]
 
 
-class AcceleratedGibbs(BaseIBPSolver):
+class AcceleratedIBP(BaseIBPSolver):
     """Accelerated collapsed Gibbs sampler (Algorithm 1 of Doshi-Velez 2009, ch. 4).
 
     Parameters
@@ -188,3 +189,6 @@ class AcceleratedGibbs(BaseIBPSolver):
         """The maintained ``(mean, cov)`` of ``p(A | Z, X)`` over the live features."""
         K = state.n_features
         return state.stats["mean"][:K].copy(), state.stats["cov"][:K, :K].copy()
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"AcceleratedGibbs": "AcceleratedIBP"})

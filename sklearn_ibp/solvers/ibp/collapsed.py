@@ -5,7 +5,7 @@ The features ``A`` are integrated out and each ``z_nk`` is drawn from
 ``Poisson(k_new; alpha/N) p(X | Z_new)`` up to ``k_max`` (eq. 3.7), with ``p(X | Z)`` the
 collapsed likelihood of eq. A.2 kept up to date by rank-one updates of
 ``(Z^T Z + s_x^2/s_a^2 I)^{-1}``. It mixes well but each sweep costs ``O(N K^3 D)``; the
-accelerated sampler (:class:`~sklearn_ibp.solvers.AcceleratedGibbs`) draws from the same
+accelerated sampler (:class:`~sklearn_ibp.solvers.AcceleratedIBP`) draws from the same
 conditionals in ``O(N (K^2 + K D))``.
 """
 
@@ -16,14 +16,15 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._collapsed_kernels import _full_inverse, sweep_collapsed
 from .ibp_split_merge import apply_split_merge
 
-__all__ = ["CollapsedGibbs"]
+__all__ = ["CollapsedIBP"]
 
 
-class CollapsedGibbs(BaseIBPSolver):
+class CollapsedIBP(BaseIBPSolver):
     """Collapsed Gibbs sampler of Griffiths and Ghahramani (eqs. 3.6-3.7, A.2).
 
     Parameters
@@ -93,3 +94,6 @@ class CollapsedGibbs(BaseIBPSolver):
     def sufficient_statistics(self, state):
         K = state.n_features
         return state.stats["gram"][:K, :K].copy(), state.stats["cross"][:K].copy()
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"CollapsedGibbs": "CollapsedIBP"})

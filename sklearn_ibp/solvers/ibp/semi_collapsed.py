@@ -7,12 +7,13 @@ linear-Gaussian integral in closed form), then given values from their posterior
 
 from __future__ import annotations
 
-from .uncollapsed import UncollapsedGibbs
+from ..._deprecation import class_aliases
+from .uncollapsed import UncollapsedIBP
 
-__all__ = ["SemiCollapsedGibbs"]
+__all__ = ["SemiCollapsedIBP"]
 
 
-class SemiCollapsedGibbs(UncollapsedGibbs):
+class SemiCollapsedIBP(UncollapsedIBP):
     """Gibbs sampler with explicit features and integrated-out new features (sec. 4.4).
 
     Parameters
@@ -21,8 +22,11 @@ class SemiCollapsedGibbs(UncollapsedGibbs):
         Largest number of new features one row may take in one step.
     split_merge : int, default=0
         Split-merge Metropolis-Hastings proposals made after each sweep (see
-        :class:`~sklearn_ibp.solvers.UncollapsedGibbs`).
+        :class:`~sklearn_ibp.solvers.UncollapsedIBP`).
     """
 
     name = "semi_collapsed"
     _integrate_new = True
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"SemiCollapsedGibbs": "SemiCollapsedIBP"})

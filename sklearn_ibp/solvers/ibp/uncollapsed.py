@@ -14,14 +14,15 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from ._explicit_features_kernels import draw_gaussian_features, sweep_explicit_features
 from .ibp_split_merge import apply_split_merge
 
-__all__ = ["UncollapsedGibbs"]
+__all__ = ["UncollapsedIBP"]
 
 
-class UncollapsedGibbs(BaseIBPSolver):
+class UncollapsedIBP(BaseIBPSolver):
     """Uncollapsed Gibbs sampler with Metropolis proposals for new features (sec. 3.1).
 
     Parameters
@@ -108,3 +109,6 @@ class UncollapsedGibbs(BaseIBPSolver):
 
     def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
         state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"UncollapsedGibbs": "UncollapsedIBP"})

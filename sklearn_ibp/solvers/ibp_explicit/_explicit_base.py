@@ -35,7 +35,7 @@ from .._protocol import Solver
 __all__ = ["ExplicitFeatureSolver", "ExplicitFeatureState"]
 
 #: Likelihood names (``FeatureLikelihood.name``) an explicit-feature solver can serve.
-EXPLICIT_LIKELIHOODS = ("gaussian", "exponential", "bernoulli", "noisy_or")
+EXPLICIT_LIKELIHOODS = ("gaussian", "exponential", "detection", "noisy_or")
 
 
 @dataclass

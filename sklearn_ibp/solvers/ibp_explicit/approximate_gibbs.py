@@ -12,13 +12,14 @@ from numbers import Integral
 
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ._approximate_gibbs_kernels import approximate_gibbs_rows
 from .metropolis import _RowwiseExplicitSolver
 
-__all__ = ["ApproximateGibbs"]
+__all__ = ["ApproximateGibbsIBP"]
 
 
-class ApproximateGibbs(_RowwiseExplicitSolver):
+class ApproximateGibbsIBP(_RowwiseExplicitSolver):
     """Approximate Gibbs sampler with auxiliary features (Algorithm 12, seed 002 sec. 4.2.2).
 
     For each row ``n``, in a random order:
@@ -87,3 +88,6 @@ class ApproximateGibbs(_RowwiseExplicitSolver):
             likelihood.prior_kind, prior, state.alpha, int(self.n_auxiliary), rng,
         )
         return K, int(position)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ApproximateGibbs": "ApproximateGibbsIBP"})

@@ -36,6 +36,7 @@ from scipy.optimize import minimize_scalar
 from scipy.special import betaln
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ...likelihoods.linear_gaussian import feature_posterior
 from ...priors.ibp import harmonic_rate
 from ._explicit_base import (
@@ -50,7 +51,7 @@ from ._explicit_base import (
 from ._map_climb_kernels import climb_features, climb_rows, column_weights
 from ._metropolis_kernels import compact_features, refresh_prediction
 
-__all__ = ["MapClimb"]
+__all__ = ["MapClimbIBP"]
 
 #: Likelihood names (``FeatureLikelihood.name``) the climb serves.
 MAP_LIKELIHOODS = ("gaussian", "exponential", "noisy_or")
@@ -58,11 +59,11 @@ MAP_LIKELIHOODS = ("gaussian", "exponential", "noisy_or")
 _SHARED_ROUNDS = 3
 #: Most rounds of coordinate ascent over the noisy-or ``epsilon`` and ``lambda``.
 _NOISE_ROUNDS = 50
-#: Bounds of the probabilities set by :meth:`MapClimb.mode_parameters`.
+#: Bounds of the probabilities set by :meth:`MapClimbIBP.mode_parameters`.
 _PROB_BOUNDS = (1e-6, 1.0 - 1e-6)
 
 
-class MapClimb(ExplicitFeatureSolver):
+class MapClimbIBP(ExplicitFeatureSolver):
     """Deterministic hill climbing to a mode of the IBP posterior (seed 000 sec. 4.5).
 
     An optimiser, not a sampler (:attr:`exact` is False): the chain does not target the
@@ -107,7 +108,7 @@ class MapClimb(ExplicitFeatureSolver):
     Attributes
     ----------
     name : str
-        ``"map"``.
+        ``"map_climb"``, its ``solver=`` name.
     exact : bool
         False: an optimiser.
 
@@ -116,9 +117,9 @@ class MapClimb(ExplicitFeatureSolver):
     >>> import numpy as np
     >>> from sklearn_ibp.datasets import make_block_images
     >>> from sklearn_ibp.likelihoods import LinearGaussianFeatures
-    >>> from sklearn_ibp.solvers import MapClimb
+    >>> from sklearn_ibp.solvers import MapClimbIBP
     >>> X, _, _ = make_block_images(n_samples=60, random_state=0)
-    >>> lik, solver, rng = LinearGaussianFeatures(), MapClimb(), np.random.default_rng(0)
+    >>> lik, solver, rng = LinearGaussianFeatures(), MapClimbIBP(), np.random.default_rng(0)
     >>> params = {"sigma_x": 0.5, "sigma_a": 1.0}
     >>> state = solver.initialize(X, None, np.zeros((60, 0)), None, 1.0, params, lik, rng)
     >>> values = []
@@ -129,7 +130,7 @@ class MapClimb(ExplicitFeatureSolver):
     True
     """
 
-    name = "map"
+    name = "map_climb"
     likelihoods = MAP_LIKELIHOODS
     exact = False
 
@@ -149,7 +150,7 @@ class MapClimb(ExplicitFeatureSolver):
                    ) -> ExplicitFeatureState:
         """A climb's state from ``Z`` (N, K) and ``A`` (K, D); inputs are copied.
 
-        The parameters are those of :meth:`MetropolisGibbs.initialize` but for ``A=None``,
+        The parameters are those of :meth:`MetropolisIBP.initialize` but for ``A=None``,
         which sets the features to their conditional mode given ``Z``, ``likelihood``, one
         of ``"gaussian"``, ``"exponential"`` or ``"noisy_or"``, and ``rng``, which is not
         used (the start is deterministic).
@@ -379,3 +380,6 @@ def _noisy_or_noise_mode(likelihood, state, params, mask):
         if current - start < 1e-10 * (1.0 + abs(current)):
             break
     return {**params, "epsilon": eps, "lambda": lam}
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"MapClimb": "MapClimbIBP"})

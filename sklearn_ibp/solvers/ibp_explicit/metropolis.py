@@ -16,6 +16,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
@@ -34,7 +35,7 @@ from ._metropolis_kernels import (
     refresh_prediction,
 )
 
-__all__ = ["MetropolisGibbs"]
+__all__ = ["MetropolisIBP"]
 
 _PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
@@ -74,7 +75,7 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         params : dict
             The likelihood's parameters.
         likelihood : FeatureLikelihood
-            One of ``"gaussian"``, ``"exponential"``, ``"bernoulli"``.
+            One of ``"gaussian"``, ``"exponential"``, ``"detection"``, ``"noisy_or"``.
         rng : numpy.random.Generator
             The chain's generator.
 
@@ -160,7 +161,7 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         refresh_prediction(state.Z, state.A, K, state.stats["pred"])
 
 
-class MetropolisGibbs(_RowwiseExplicitSolver):
+class MetropolisIBP(_RowwiseExplicitSolver):
     """Gibbs sampling with Metropolis-Hastings moves for unique features (Algorithm 13).
 
     Seed 002 sec. 4.2.3 (Meeds et al., 2007; seed 000 sec. 3.1). For each row ``n``, in a
@@ -236,3 +237,6 @@ class MetropolisGibbs(_RowwiseExplicitSolver):
             _PROPOSALS[self.proposal], rng,
         )
         return K, int(position)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"MetropolisGibbs": "MetropolisIBP"})

@@ -6,7 +6,7 @@ the values of the new features drawn from their prior; particles are weighted by
 likelihood of the row and resampled. After the last row the particles approximate the
 posterior, exactly only as their number grows. :func:`particle_filter` is that filter.
 
-To make it an exact MCMC sweep that can be repeated, :class:`ParticleFilter` runs it as
+To make it an exact MCMC sweep that can be repeated, :class:`ParticleIBP` runs it as
 *conditional* SMC (particle Gibbs; Andrieu, Doucet & Holenstein, 2010): the chain's
 current state is kept as a reference particle, the others are propagated by the filter,
 and one particle drawn by its final weight becomes the new state. The estimator's chain is
@@ -86,7 +86,7 @@ from ._particle_kernels import (
 )
 from .metropolis import _RowwiseExplicitSolver
 
-__all__ = ["ParticleFilter", "particle_filter"]
+__all__ = ["ParticleIBP", "particle_filter"]
 
 _SCHEMES = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
 _PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
@@ -138,7 +138,7 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
         The likelihood's parameters.
     likelihood : FeatureLikelihood
         An explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-        ``"bernoulli"``, ``"noisy_or"``).
+        ``"detection"``, ``"noisy_or"``).
     n_particles : int, default=20
         Number of particles.
     resampling : {"systematic", "multinomial"}, default="systematic"
@@ -174,7 +174,7 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
     return Z, A, float(log_evidence)
 
 
-class ParticleFilter(_RowwiseExplicitSolver):
+class ParticleIBP(_RowwiseExplicitSolver):
     """Particle Gibbs for the IBP: the seed's particle filter run as conditional SMC.
 
     Seed 000 sec. 3.5 (Wood & Griffiths, 2007); the derivation is in the module
@@ -257,7 +257,7 @@ class ParticleFilter(_RowwiseExplicitSolver):
                    ) -> ExplicitFeatureState:
         """A chain state: one run of the particle filter, or the given ``Z`` and ``A``.
 
-        The parameters are those of :meth:`MetropolisGibbs.initialize` (``likelihood``
+        The parameters are those of :meth:`MetropolisIBP.initialize` (``likelihood``
         may also be ``"noisy_or"``); ``Z`` and ``A`` are the start only with
         ``init="given"``, and with ``init="filter"`` the filter's draw replaces them.
 

@@ -42,7 +42,7 @@ through every change of capacity, sort and removal of features. A sweep then:
   Gaussian regression), then ``A`` given ``W`` (the linear-Gaussian conditional with ``W``
   as the design).
 
-:meth:`SemiOrderedSliceSampler.sample_parameters` and :meth:`~SemiOrderedSliceSampler.
+:meth:`SemiOrderedSliceIBP.sample_parameters` and :meth:`~SemiOrderedSliceIBP.
 log_joint` use ``W`` as the design for this likelihood.
 """
 
@@ -53,6 +53,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ...likelihoods._real_weighted_kernels import draw_row_weights
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from ._explicit_base import (
@@ -75,7 +76,7 @@ from ._semi_ordered_slice_kernels import (
 from ._slice_kernels import extend_sticks
 from .slice import check_alpha, check_prior, initial_features
 
-__all__ = ["SemiOrderedSliceSampler", "active_weights"]
+__all__ = ["SemiOrderedSliceIBP", "active_weights"]
 
 #: Likelihood names served beyond the explicit-feature ones: the real-weighted model.
 WEIGHTED_LIKELIHOODS = ("gaussian_weights",)
@@ -133,12 +134,13 @@ def _fit_stats(state: ExplicitFeatureState) -> None:
             st[key] = new
 
 
-class SemiOrderedSliceSampler(ExplicitFeatureSolver):
+class SemiOrderedSliceIBP(ExplicitFeatureSolver):
     """Slice sampler on the semi-ordered stick-breaking IBP (seed 002 sec. 4.2.6,
     Algorithm 16).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-    ``"bernoulli"``): each sweep changes to the stick-breaking representation (active
+    ``"detection"``, ``"noisy_or"``):
+    each sweep changes to the stick-breaking representation (active
     sticks from their Beta posterior, empty sticks by exact adaptive rejection draws,
     values of empty features from their prior), updates ``Z`` above a slice (switching a
     feature on for a row alone with values proposed from that row's residual, accepted by
@@ -364,3 +366,6 @@ class SemiOrderedSliceSampler(ExplicitFeatureSolver):
         K = int(np.count_nonzero(state.active_Z.any(axis=0)))
         state.alpha = sample_alpha_conditional(K, harmonic_rate(state.X.shape[0]), rng,
                                                prior_shape=shape, prior_rate=rate)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"SemiOrderedSliceSampler": "SemiOrderedSliceIBP"})

@@ -28,6 +28,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ...priors.ibp import sample_alpha_conditional
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
@@ -40,7 +41,7 @@ from ._explicit_base import (
 )
 from ._slice_kernels import extend_sticks, sweep_ordered
 
-__all__ = ["SliceSampler", "stick_tail_rate"]
+__all__ = ["SliceIBP", "stick_tail_rate"]
 
 
 def stick_tail_rate(last_stick: float, n_samples: int) -> float:
@@ -150,18 +151,19 @@ def _grown(Z, A, sticks, counts, cap):
     return Z2, A2, s2, c2
 
 
-class SliceSampler(ExplicitFeatureSolver):
+class SliceIBP(ExplicitFeatureSolver):
     """Slice sampler on the stick-breaking IBP (seed 002 sec. 4.2.5, Algorithm 15).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
-    ``"bernoulli"``): the slice gives an adaptive truncation of the infinite stick-breaking
+    ``"detection"``, ``"noisy_or"``):
+    the slice gives an adaptive truncation of the infinite stick-breaking
     representation, sticks are exact draws from their log-concave conditionals (adaptive
     rejection sampling, :mod:`._slice_kernels`). A feature no other row has is switched
     on together with values proposed from the posterior given the row alone and accepted
     by Metropolis-Hastings (the seed draws them from the prior, which almost never fits
     when ``D`` is large). The strictly decreasing order of the sticks makes it mix more slowly
     over features than the semi-ordered sampler
-    (:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceSampler`; seed 002
+    (:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceIBP`; seed 002
     sec. 4.3, fig. 4.7).
 
     ``state.active_Z`` and ``state.active_A`` hold the features some row has, in stick
@@ -279,3 +281,6 @@ class SliceSampler(ExplicitFeatureSolver):
         state.alpha = sample_alpha_conditional(
             total, stick_tail_rate(last, state.X.shape[0]), rng, prior_shape=shape,
             prior_rate=rate)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"SliceSampler": "SliceIBP"})

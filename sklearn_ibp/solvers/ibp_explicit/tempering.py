@@ -36,12 +36,13 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import HasMethods, Interval
 
+from ..._deprecation import class_aliases
 from ...likelihoods._feature_base import FeatureLikelihood
 from ...likelihoods._observation_kernels import OBSERVE_GAUSSIAN
 from ...likelihoods.linear_gaussian import _draw_precision, _observed_residual
 from ._explicit_base import ExplicitFeatureSolver, ExplicitFeatureState
 
-__all__ = ["ParallelTempering", "TemperedLikelihood", "TemperingRecord"]
+__all__ = ["TemperingIBP", "TemperedLikelihood", "TemperingRecord"]
 
 #: Likelihoods that can be tempered through the kernels' noise array (Gaussian noise).
 TEMPERED_LIKELIHOODS = ("gaussian", "exponential")
@@ -180,7 +181,7 @@ def check_temperable(likelihood) -> None:
 
 @dataclass
 class TemperingRecord:
-    """What :class:`ParallelTempering` keeps in ``state.stats["tempering"]``.
+    """What :class:`TemperingIBP` keeps in ``state.stats["tempering"]``.
 
     Attributes
     ----------
@@ -222,7 +223,7 @@ def _exchange(cold: ExplicitFeatureState, other: ExplicitFeatureState) -> None:
     cold.stats[STATS_KEY] = record
 
 
-class ParallelTempering(ExplicitFeatureSolver):
+class TemperingIBP(ExplicitFeatureSolver):
     """Parallel tempering around an explicit-feature IBP sampler (seed 000 sec. 3.1).
 
     ``n_temperatures`` copies of ``solver`` run at inverse temperatures
@@ -256,9 +257,9 @@ class ParallelTempering(ExplicitFeatureSolver):
         (``"metropolis"``, ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
         ``"approximate_gibbs"``, any other sampler registered in ``EXPLICIT_SOLVERS``) or
         such an object. The default,
-        :class:`~sklearn_ibp.solvers.MetropolisGibbs`, is the Gibbs sampler of seed 000
+        :class:`~sklearn_ibp.solvers.MetropolisIBP`, is the Gibbs sampler of seed 000
         sec. 3.1 with Metropolis-Hastings moves for new features. A maximising solver
-        (``"map"``) is refused.
+        (``"map_climb"``) is refused.
     n_temperatures : int, default=4
         Number of rungs ``T`` (1 runs ``solver`` alone, draw for draw).
     max_temperature : float, default=10.0
@@ -288,7 +289,7 @@ class ParallelTempering(ExplicitFeatureSolver):
     adjacent rungs grows with the data and the ladder must be denser: on four rows of two
     dimensions three rungs up to temperature 10 exchange 8-10% of the time and cut the
     autocorrelation time of the cold chain's class of ``Z`` from about 95 sweeps to 24 (72
-    rung-sweeps of work; MetropolisGibbs, one 20000-sweep run each); on
+    rung-sweeps of work; MetropolisIBP, one 20000-sweep run each); on
     50 block images of 36 pixels the first pair of a four-rung ladder up to temperature 3
     exchanged less than 2% of the time, and eight rungs up to 2 still had a pair below 10%.
     """
@@ -349,20 +350,21 @@ class ParallelTempering(ExplicitFeatureSolver):
         if isinstance(solver, str):
             from .. import EXPLICIT_SOLVERS  # the registry imports this module
 
-            names = sorted(n for n in EXPLICIT_SOLVERS if n not in ("tempering", "map"))
+            names = sorted(n for n, cls in EXPLICIT_SOLVERS.items()
+                           if n == cls.name and n not in ("tempering", "map_climb"))
             if solver not in names:
                 raise ValueError(f"solver must be one of {names} or a solver object; "
                                  f"got {solver!r}.")
             solver = EXPLICIT_SOLVERS[solver]()
         if isinstance(solver, type):
             raise ValueError(f"solver must be a solver object or name, not the class {solver!r}.")
-        if isinstance(solver, ParallelTempering):
-            raise ValueError("solver must not itself be a ParallelTempering.")
+        if isinstance(solver, TemperingIBP):
+            raise ValueError("solver must not itself be a TemperingIBP.")
         if not all(callable(getattr(solver, m, None)) for m in _SOLVER_METHODS):
             raise ValueError(f"solver must have the methods {_SOLVER_METHODS}; got {solver!r}.")
-        if getattr(solver, "name", None) == "map":
+        if getattr(solver, "name", None) == "map_climb":
             raise ValueError(
-                "solver 'map' climbs to a mode rather than sampling; parallel tempering "
+                "solver 'map_climb' climbs to a mode rather than sampling; parallel tempering "
                 "needs a sampler."
             )
         return solver
@@ -423,7 +425,7 @@ class ParallelTempering(ExplicitFeatureSolver):
     def _record(state: ExplicitFeatureState) -> TemperingRecord:
         record = state.stats.get(STATS_KEY)
         if not isinstance(record, TemperingRecord):
-            raise ValueError("the state was not made by ParallelTempering.initialize.")
+            raise ValueError("the state was not made by TemperingIBP.initialize.")
         return record
 
     @staticmethod
@@ -518,3 +520,6 @@ class ParallelTempering(ExplicitFeatureSolver):
     def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:
         """``log p(X, [Z], A | alpha, params)`` of the cold rung (the wrapped sampler's)."""
         return self._record(state).solver.log_joint(state, likelihood)
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ParallelTempering": "TemperingIBP"})

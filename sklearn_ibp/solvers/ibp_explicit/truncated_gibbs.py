@@ -22,6 +22,7 @@ from numbers import Integral
 import numpy as np
 from sklearn.utils._param_validation import Interval
 
+from ..._deprecation import class_aliases
 from ...priors.ibp import (
     _check_truncation_args,
     _truncation_rate,
@@ -36,7 +37,7 @@ from ._explicit_base import (
 from ._truncated_gibbs_kernels import sample_sticks, sweep_truncated
 from .slice import initial_features
 
-__all__ = ["TruncatedGibbs", "truncation_error_bound"]
+__all__ = ["TruncatedGibbsIBP", "truncation_error_bound"]
 
 #: Stick passes given the initial ``Z`` before the first sweep (the initial sticks are a
 #: prior draw, usually far from their conditional given a non-empty ``Z``).
@@ -79,7 +80,7 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
     return float(_truncation_rate(N, alpha, K))
 
 
-class TruncatedGibbs(ExplicitFeatureSolver):
+class TruncatedGibbsIBP(ExplicitFeatureSolver):
     """Gibbs sampler for the IBP truncated to ``n_features_max`` sticks (seed 002 sec. 4.2.4).
 
     Algorithm 14 of seed 002. The state holds ``K*`` sticks ``mu_1 > ... > mu_K*`` (the
@@ -226,3 +227,6 @@ class TruncatedGibbs(ExplicitFeatureSolver):
         state.alpha = sample_alpha_conditional(
             log_sticks.shape[0], -float(log_sticks[-1]), rng, prior_shape=float(prior[0]),
             prior_rate=float(prior[1]))
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"TruncatedGibbs": "TruncatedGibbsIBP"})

@@ -15,7 +15,7 @@ from sklearn_ibp.priors.ddibp import (
     pairwise_distances_for_ddibp,
     sample_ddibp,
 )
-from sklearn_ibp.solvers.ddibp.ddibp_gibbs import DistanceDependentGibbs
+from sklearn_ibp.solvers.ddibp.ddibp_gibbs import GibbsDDIBP
 from tests._enumeration import history_key
 from tests.solvers.test_exact_posterior import chi_square_against
 from tests.solvers.test_prior_recovery import batch_means_se
@@ -30,7 +30,7 @@ def exponential_proximity(x, decay=1.0, sequential=False):
 
 def run_chain(X, A, h, alpha, n_sweeps, thin, seed, sigma_x=1.0, sigma_a=1.0, **solver_params):
     rng = np.random.default_rng(seed)
-    solver = DistanceDependentGibbs(**solver_params)
+    solver = GibbsDDIBP(**solver_params)
     hyper = dict(alpha=alpha, sigma_x=sigma_x, sigma_a=sigma_a, proximity=A, h=h)
     state = solver.initialize(X, None, hyper, rng)
     out = []
@@ -253,7 +253,7 @@ def test_link_sweep_keeps_z_and_the_statistics_consistent(metropolis):
     N = 40
     _, A, h = exponential_proximity(np.arange(N, dtype=float), decay=0.3)
     X = rng.normal(size=(N, 3))
-    solver = DistanceDependentGibbs()
+    solver = GibbsDDIBP()
     hyper = dict(alpha=3.0, sigma_x=0.7, sigma_a=1.0, proximity=A, h=h)
     state = solver.initialize(X, None, hyper, rng)
     assert state.n_features >= 3

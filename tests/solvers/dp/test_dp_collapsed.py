@@ -26,7 +26,7 @@ from sklearn_ibp.likelihoods._normal_wishart_kernels import (
 )
 from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
 from sklearn_ibp.priors.crp import expected_n_clusters
-from sklearn_ibp.solvers.dp.dp_collapsed import CollapsedDPGibbs
+from sklearn_ibp.solvers.dp.dp_collapsed import CollapsedDP
 from tests._mixtures import IsotropicNormalBase, exact_partition_posterior, partition_key
 from tests.solvers.test_exact_posterior import chi_square_against
 from tests.solvers.test_prior_recovery import batch_means_se
@@ -86,7 +86,7 @@ def key_of(state):
 def test_prior_recovered_with_flat_likelihood(alpha, scan_order):
     n_rows = 12
     X = np.zeros((n_rows, 1))
-    _, ks = run_chain(CollapsedDPGibbs(scan_order=scan_order), FlatBase(), X, alpha, 4000,
+    _, ks = run_chain(CollapsedDP(scan_order=scan_order), FlatBase(), X, alpha, 4000,
                       seed=3, record=n_clusters, burn_in=50)
     ks = np.array(ks)
     expected = expected_n_clusters(n_rows, alpha)
@@ -117,7 +117,7 @@ def tiny_posterior(request):
 
 def test_histogram_matches_enumerated_posterior(tiny_posterior):
     name, posterior = tiny_posterior
-    _, keys = run_chain(CollapsedDPGibbs(), BASES[name](), X_TINY, ALPHA_TINY, 3 * 3000,
+    _, keys = run_chain(CollapsedDP(), BASES[name](), X_TINY, ALPHA_TINY, 3 * 3000,
                         seed=0, record=key_of, thin=3, burn_in=30)
     stat, dof, p_value, _, _ = chi_square_against(posterior, keys)
     assert dof >= 20  # many partitions are tested, not a handful
@@ -128,7 +128,7 @@ def test_random_scan_order_matches_enumerated_posterior():
     base = BASES["normal_wishart"]()
     base.initialize(X_TINY, None)
     posterior = exact_partition_posterior(X_TINY, base, ALPHA_TINY)
-    _, keys = run_chain(CollapsedDPGibbs(scan_order="random"), BASES["normal_wishart"](),
+    _, keys = run_chain(CollapsedDP(scan_order="random"), BASES["normal_wishart"](),
                         X_TINY, ALPHA_TINY, 3 * 3000, seed=1, record=key_of, thin=3,
                         burn_in=30)
     stat, dof, p_value, _, _ = chi_square_against(posterior, keys)
@@ -152,7 +152,7 @@ def test_predictive_numbers_agree_between_paths(blobs):
     base.initialize(blobs, rng)
     base.update_hyperparameters(base.sample_prior(3, rng), rng)  # away from the start
     labels = rng.integers(0, 5, blobs.shape[0])
-    fast, slow = CollapsedDPGibbs(), CollapsedDPGibbs(use_kernels=False)
+    fast, slow = CollapsedDP(), CollapsedDP(use_kernels=False)
     s_fast = fast.initialize(blobs, labels, 1.0, base, rng)
     s_slow = slow.initialize(blobs, labels, 1.0, base, rng)
     X_new = rng.normal(size=(9, 2)) * 3
@@ -175,7 +175,7 @@ def test_numba_and_python_paths_draw_the_same_chain(blobs, alpha, scan_order):
     chains = []
     for use_kernels in (True, False):
         rng = np.random.default_rng(11)
-        solver = CollapsedDPGibbs(scan_order=scan_order, use_kernels=use_kernels)
+        solver = CollapsedDP(scan_order=scan_order, use_kernels=use_kernels)
         start = np.arange(blobs.shape[0]) % 4
         state = solver.initialize(blobs, start, alpha, base, rng)
         history = []
@@ -198,7 +198,7 @@ def test_paths_agree_when_the_slots_grow_mid_sweep():
     results = []
     for use_kernels in (True, False):
         rng = np.random.default_rng(3)
-        solver = CollapsedDPGibbs(use_kernels=use_kernels)
+        solver = CollapsedDP(use_kernels=use_kernels)
         state = solver.initialize(X, np.zeros(120, int), 40.0, base, rng)
         solver.sweep(state, base, rng)
         solver.sweep(state, base, rng)
@@ -244,7 +244,7 @@ def test_sweep_statistics_agree_with_a_fresh_recomputation(blobs):
     rng = np.random.default_rng(5)
     base = NormalWishartBase()
     base.initialize(blobs, rng)
-    solver = CollapsedDPGibbs()
+    solver = CollapsedDP()
     state = solver.initialize(blobs, rng.integers(0, 3, blobs.shape[0]), 5.0, base, rng)
     moves = 0
     for _ in range(300):
@@ -264,7 +264,7 @@ def test_cluster_parameters_from_the_statistics_match_the_base(blobs):
     rng = np.random.default_rng(6)
     base = NormalWishartBase()
     base.initialize(blobs, rng)
-    solver = CollapsedDPGibbs()
+    solver = CollapsedDP()
     state = solver.initialize(blobs, np.arange(blobs.shape[0]) % 4, 1.0, base, rng)
     for _ in range(3):
         solver.sweep(state, base, rng)
@@ -279,11 +279,11 @@ def test_set_hyperparameters_refreshes_the_statistics(blobs):
     rng = np.random.default_rng(8)
     base = NormalWishartBase()
     base.initialize(blobs, rng)
-    solver = CollapsedDPGibbs()
+    solver = CollapsedDP()
     state = solver.initialize(blobs, np.arange(blobs.shape[0]) % 3, 1.0, base, rng)
     base.update_hyperparameters(solver.cluster_parameters(state, base, rng), rng)
     solver.set_hyperparameters(state, base)
-    slow = CollapsedDPGibbs(use_kernels=False)
+    slow = CollapsedDP(use_kernels=False)
     reference = slow.log_predictive(slow.initialize(blobs, state.labels, 1.0, base, rng),
                                     base, blobs[:4])
     np.testing.assert_allclose(solver.log_predictive(state, base, blobs[:4]), reference,
@@ -303,7 +303,7 @@ def test_state_contract_and_reproducibility(blobs, use_kernels):
         base = NormalWishartBase()
         rng = np.random.default_rng(seed)
         base.initialize(blobs, rng)
-        solver = CollapsedDPGibbs(use_kernels=use_kernels)
+        solver = CollapsedDP(use_kernels=use_kernels)
         state = solver.initialize(blobs, rng.integers(0, 6, blobs.shape[0]), 1.0, base, rng)
         history = []
         for _ in range(8):
@@ -330,7 +330,7 @@ def test_state_contract_and_reproducibility(blobs, use_kernels):
 
 def test_bad_input():
     X = np.zeros((4, 1))
-    solver = CollapsedDPGibbs()
+    solver = CollapsedDP()
 
     class NonConjugate(FlatBase):
         name = "not_conjugate"
@@ -345,6 +345,6 @@ def test_bad_input():
     with pytest.raises(ValueError, match="alpha"):
         solver.initialize(X, np.zeros(4, int), -1.0, base, None)
     with pytest.raises(ValueError, match="scan_order"):
-        CollapsedDPGibbs(scan_order="backwards").initialize(X, np.zeros(4, int), 1.0, base,
+        CollapsedDP(scan_order="backwards").initialize(X, np.zeros(4, int), 1.0, base,
                                                             None)
     assert math.isclose(solver.initialize(X, [5, 5, 2, 9], 1.0, base, None).n_clusters, 3)

@@ -17,7 +17,7 @@ from sklearn.metrics import adjusted_rand_score
 
 from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
 from sklearn_ibp.priors.crp import expected_n_clusters
-from sklearn_ibp.solvers.dp.dp_collapsed import CollapsedDPGibbs
+from sklearn_ibp.solvers.dp.dp_collapsed import CollapsedDP
 from sklearn_ibp.solvers.dp.dp_split_merge import SplitMergeDP
 from tests._mixtures import exact_partition_posterior, partition_key
 from tests.solvers.dp.test_dp_collapsed import (
@@ -133,7 +133,7 @@ def test_statistics_after_accepted_moves_match_a_fresh_recomputation():
         solver.propose(state, base, rng)
     log = state.stats["split_merge"]
     assert log["splits_accepted"] + log["merges_accepted"] > 20
-    reference = CollapsedDPGibbs(use_kernels=False)
+    reference = CollapsedDP(use_kernels=False)
     ref_state = reference.initialize(X, state.labels, 2.0, base, rng)
     X_new = rng.normal(size=(5, 3)) * 2
     np.testing.assert_allclose(solver.log_predictive(state, base, X_new),
@@ -163,7 +163,7 @@ def test_split_merge_separates_two_groups_where_gibbs_is_stuck(two_groups):
     _, split_merge = run_chain(SplitMergeDP(), _fixed_base(), X, 1.0, 3, seed=0,
                                labels=start, record=record)
     assert all(adjusted_rand_score(truth, labels) > 0.9 for labels in split_merge)
-    _, gibbs = run_chain(CollapsedDPGibbs(), _fixed_base(), X, 1.0, 3, seed=0,
+    _, gibbs = run_chain(CollapsedDP(), _fixed_base(), X, 1.0, 3, seed=0,
                          labels=start, record=record)
     assert adjusted_rand_score(truth, gibbs[-1]) < 0.1  # one indicator at a time: stuck
     # It is the moves' doing: five proposals and no Gibbs sweep separate the groups.

@@ -27,7 +27,7 @@ from sklearn_ibp.priors.hierarchy import (
     hierarchy_log_prob,
     sample_hierarchy,
 )
-from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import HierarchyGibbs
+from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import GibbsHierarchy
 
 COMBINATIONS = [("dp", "or"), ("ibp", "or"), ("ibp", "noisy_or"), ("dp", "noisy_or")]
 
@@ -36,11 +36,11 @@ def _run(X, likelihood, params, upper, link, n_sweeps, seed, *, alpha_c=1.0, alp
          q=0.2, hyper=False, callback=None, solver=None):
     rng = np.random.default_rng(seed)
     observed = np.ones(X.shape, np.uint8)
-    state = HierarchyGibbs.new_state(
+    state = GibbsHierarchy.new_state(
         X, observed, likelihood, params, upper=upper, link=link, alpha_c=alpha_c,
         alpha_m=alpha_m, q=q, rng=rng,
     )
-    solver = solver or HierarchyGibbs()
+    solver = solver or GibbsHierarchy()
     for it in range(n_sweeps):
         solver.sweep(state, likelihood, rng)
         if hyper:
@@ -71,12 +71,12 @@ def _check_invariants(state, upper, link):
 
 
 @pytest.mark.parametrize("upper, link", COMBINATIONS)
-@pytest.mark.parametrize("likelihood_name", ["gaussian", "exponential", "bernoulli"])
+@pytest.mark.parametrize("likelihood_name", ["gaussian", "exponential", "detection"])
 def test_every_state_is_consistent(upper, link, likelihood_name):
     rng = np.random.default_rng(3)
     shapes = (rng.random((3, 8)) < 0.4).astype(float)
     Z = (rng.random((40, 3)) < 0.4).astype(float)
-    if likelihood_name == "bernoulli":
+    if likelihood_name == "detection":
         X = ((Z @ shapes > 0) ^ (rng.random((40, 8)) < 0.05)).astype(float)
         likelihood = BinaryDetection()
     else:
@@ -204,7 +204,7 @@ def test_dp_ibp_posterior_means_on_two_rows_match_enumeration():
     sigma_x, sigma_a, alpha_c, alpha_m = 0.5, 1.0, 2.0, 3.0
     exact = _posterior_means(_enumerate_dp_ibp(X, sigma_x, sigma_a, alpha_c, alpha_m, k_max=14))
     params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
-    solver = HierarchyGibbs(transfer_moves=False)  # tested on their own below
+    solver = GibbsHierarchy(transfer_moves=False)  # tested on their own below
     n_chains, n_sweeps, burn = 16, 3500, 100
     chain_means = []
     for seed in range(n_chains):
@@ -264,7 +264,7 @@ def test_tight_truncation_of_new_categories_and_features_keeps_the_prior():
     # and E[K] 2.08 (exact 4.32), 70 and 155 standard errors off.
     N, alpha_c, alpha_m = 4, 1.5, 2.5
     X = np.zeros((N, 0))
-    solver = HierarchyGibbs(max_new_categories=1, max_new_features=1)
+    solver = GibbsHierarchy(max_new_categories=1, max_new_features=1)
     n_chains, n_sweeps, burn = 8, 2000, 100
     chain_means = []
     for seed in range(n_chains):
@@ -385,14 +385,14 @@ def test_transfer_moves_alone_target_the_posterior_of_the_links():
     likelihood = LinearGaussianFeatures()
     params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
     rng = np.random.default_rng(0)
-    state = HierarchyGibbs.new_state(X, np.ones(X.shape, np.uint8), likelihood, params,
+    state = GibbsHierarchy.new_state(X, np.ones(X.shape, np.uint8), likelihood, params,
                                      upper="dp", link="or", alpha_c=1.0, alpha_m=1.0, q=0.5,
                                      C=C, M=M0, rng=rng)
     counts = Counter()
     n_iter = 30000
     for _ in range(n_iter):
-        HierarchyGibbs.transfer_features(state, likelihood, rng, n_attempts=2)
-        HierarchyGibbs.sample_features(state, likelihood, rng)
+        GibbsHierarchy.transfer_features(state, likelihood, rng, n_attempts=2)
+        GibbsHierarchy.sample_features(state, likelihood, rng)
         counts[np.ascontiguousarray(state.live[1]).tobytes()] += 1
     freq = np.array([counts[k] for k in keys]) / n_iter
     assert sum(counts.values()) == n_iter and set(counts) <= set(keys)

@@ -13,14 +13,14 @@ import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.priors.ibp import harmonic_rate, sample_ibp
-from sklearn_ibp.solvers import AcceleratedGibbs, SemiCollapsedGibbs, UncollapsedGibbs
+from sklearn_ibp.solvers import AcceleratedIBP, SemiCollapsedIBP, UncollapsedIBP
 from tests.solvers.test_prior_recovery import batch_means_se
 
 N_ROWS, N_DIMS, N_STEPS = 6, 2, 30000
 
 
 @pytest.mark.parametrize(
-    "solver", [AcceleratedGibbs(), UncollapsedGibbs(), SemiCollapsedGibbs()],
+    "solver", [AcceleratedIBP(), UncollapsedIBP(), SemiCollapsedIBP()],
     ids=lambda s: s.name,
 )
 def test_successive_conditionals_recover_the_prior(solver):

@@ -20,10 +20,10 @@ from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior as referen
 from sklearn_ibp.likelihoods.linear_gaussian import log_marginal_likelihood
 from sklearn_ibp.priors.ibp import ibp_log_prob
 from sklearn_ibp.solvers import (
-    AcceleratedGibbs,
-    CollapsedGibbs,
-    SemiCollapsedGibbs,
-    UncollapsedGibbs,
+    AcceleratedIBP,
+    CollapsedIBP,
+    SemiCollapsedIBP,
+    UncollapsedIBP,
 )
 from sklearn_ibp.solvers.ibp._ibp_split_merge_kernels import (
     collapsed_log_likelihood,
@@ -42,7 +42,7 @@ from tests._enumeration import enumerate_posterior, history_key
 # Two-parameter IBP (beta != 1) so that every beta of the acceptance ratio is exercised.
 ALPHA, BETA, SIGMA_X, SIGMA_A = 0.7, 1.5, 0.5, 1.0
 HYPER = dict(alpha=ALPHA, beta=BETA, sigma_x=SIGMA_X, sigma_a=SIGMA_A)
-SOLVERS = [CollapsedGibbs, AcceleratedGibbs, UncollapsedGibbs, SemiCollapsedGibbs]
+SOLVERS = [CollapsedIBP, AcceleratedIBP, UncollapsedIBP, SemiCollapsedIBP]
 
 
 @pytest.fixture(scope="module")
@@ -133,8 +133,8 @@ def test_split_merge_leaves_exact_posterior_invariant(tiny):
 # (solver, chains, sweeps). The explicit-A solvers run longer: an A left stale after a
 # move (not redrawn) biases only their next Gibbs sweep, which 2000 chains of four sweeps
 # see (p from 4e-5 to 8e-12 over four seeds), two sweeps of 1500 chains not reliably.
-SOLVER_CHAINS = [(CollapsedGibbs, 2000, 2), (AcceleratedGibbs, 2000, 2),
-                 (UncollapsedGibbs, 2000, 4), (SemiCollapsedGibbs, 2000, 4)]
+SOLVER_CHAINS = [(CollapsedIBP, 2000, 2), (AcceleratedIBP, 2000, 2),
+                 (UncollapsedIBP, 2000, 4), (SemiCollapsedIBP, 2000, 4)]
 
 
 @pytest.mark.parametrize("solver_class, n_chains, n_sweeps", SOLVER_CHAINS,
@@ -254,7 +254,7 @@ def test_split_merge_separates_merged_shapes():
         merged = np.column_stack([Z[:, 0] | Z[:, 1], Z[:, 2], Z[:, 3]]).astype(np.int8)
         true_log_joint = ibp_log_prob(Z, 1.0) + log_marginal_likelihood(X, Z, noise, 1.0)
         for n_proposals in (0, 3):
-            solver = AcceleratedGibbs(split_merge=n_proposals)
+            solver = AcceleratedIBP(split_merge=n_proposals)
             rng = np.random.default_rng(seed)
             state = solver.initialize(X, merged, hyper, rng)
             k_ok, log_joint = [], []
@@ -282,7 +282,7 @@ def test_split_merge_parameter_validated(solver_class, bad):
 
 def test_estimator_refuses_negative_split_merge(block_data):
     with pytest.raises(ValueError, match="split_merge"):
-        IBPFactorAnalysis(solver=CollapsedGibbs(split_merge=-2), n_iter=2).fit(block_data)
+        IBPFactorAnalysis(solver=CollapsedIBP(split_merge=-2), n_iter=2).fit(block_data)
 
 
 @pytest.mark.parametrize("solver_class", SOLVERS, ids=lambda c: c.name)
@@ -309,7 +309,7 @@ def test_split_merge_reproducible(solver_class):
 
 def test_estimator_with_split_merge_reproducible(block_data):
     fits = [
-        IBPFactorAnalysis(solver=AcceleratedGibbs(split_merge=2), n_iter=6,
+        IBPFactorAnalysis(solver=AcceleratedIBP(split_merge=2), n_iter=6,
                           random_state=3).fit(block_data)
         for _ in range(2)
     ]

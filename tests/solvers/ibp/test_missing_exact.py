@@ -15,7 +15,7 @@ from scipy.special import logsumexp
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.likelihoods import log_marginal_likelihood
 from sklearn_ibp.priors import ibp_log_prob
-from sklearn_ibp.solvers import AcceleratedGibbs, SemiCollapsedGibbs
+from sklearn_ibp.solvers import AcceleratedIBP, SemiCollapsedIBP
 from tests._enumeration import history_key
 from tests.solvers.test_exact_posterior import chi_square_against
 
@@ -36,13 +36,13 @@ def masked_posterior(X, max_features=4):
 
 
 # Thinning: the integrated autocorrelation times of the indicators of the six likeliest
-# classes, per step, are 3-3.4 for AcceleratedGibbs and 3.4-10.6 for SemiCollapsedGibbs
+# classes, per step, are 3-3.4 for AcceleratedIBP and 3.4-10.6 for SemiCollapsedIBP
 # (40000 steps), so a draw every 10 and 25 steps is close to independent (lag
 # autocorrelation below 0.01) and 2500 draws keep their full power. Thinned by 25, seeds
 # 0-4 of the chain gave p = 0.33, 0.92, 0.04, 0.47, 0.11, and p < 1e-15 against the
 # zero-filled data.
 @pytest.mark.parametrize(
-    "solver, thin", [(AcceleratedGibbs(), 10), (SemiCollapsedGibbs(), 25)], ids=lambda v: str(v)
+    "solver, thin", [(AcceleratedIBP(), 10), (SemiCollapsedIBP(), 25)], ids=lambda v: str(v)
 )
 def test_missing_entries_are_integrated_out(solver, thin):
     rng = np.random.default_rng(4)

@@ -6,7 +6,7 @@ import pytest
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.datasets import make_block_images, make_ibp_linear_gaussian
 from sklearn_ibp.likelihoods import feature_posterior
-from sklearn_ibp.solvers import AcceleratedGibbs
+from sklearn_ibp.solvers import AcceleratedIBP
 from tests.solvers._helpers import run_solver
 
 
@@ -16,7 +16,7 @@ def test_maintained_posterior_matches_recomputation(window):
     X, _, _ = make_ibp_linear_gaussian(n_samples=500, n_dims=20, alpha=3.0, random_state=1)
     X -= X.mean(axis=0)
     hyper = dict(alpha=3.0, beta=1.0, sigma_x=0.5, sigma_a=1.5)
-    solver = AcceleratedGibbs(window=window, refresh_every=0)
+    solver = AcceleratedIBP(window=window, refresh_every=0)
     state, _ = run_solver(solver, X, hyper, n_sweeps=20, seed=0, record=lambda s: None)
     assert state.n_features >= 3
     mean, cov = solver.feature_posterior(state)

@@ -1,4 +1,4 @@
-"""Tests of the deterministic climb to a posterior mode (``MapClimb``, seed 000 sec. 4.5).
+"""Tests of the deterministic climb to a posterior mode (``MapClimbIBP``, seed 000 sec. 4.5).
 
 The climb is an optimiser, not a sampler, so its correctness checks are those of an
 optimiser: the objective (``ExplicitFeatureSolver.log_joint``) never decreases, the end
@@ -13,7 +13,7 @@ from scipy.optimize import minimize
 from sklearn_ibp.datasets import make_block_images
 from sklearn_ibp.likelihoods import ExponentialGaussian, LeakyNoisyOr, LinearGaussianFeatures
 from sklearn_ibp.priors.ibp import harmonic_rate, sample_ibp
-from sklearn_ibp.solvers import MapClimb
+from sklearn_ibp.solvers import MapClimbIBP
 from tests._enumeration import enumerate_posterior, history_key
 
 LIKELIHOODS = {
@@ -59,7 +59,7 @@ def test_log_joint_never_decreases(name, birth):
         missing = 0.2 if seed == 2 else 0.0
         lik, params, X, observed = _problem(name, N=25, D=10, K=3, seed=seed,
                                             missing=missing)
-        _, values = _climb(MapClimb(birth=birth), lik, params, X, observed, seed, 8)
+        _, values = _climb(MapClimbIBP(birth=birth), lik, params, X, observed, seed, 8)
         steps = np.diff(values)
         assert np.all(steps >= -1e-9 * np.abs(values[:-1])), (seed, steps.min())
         assert values[-1] > values[0]  # it climbs
@@ -76,7 +76,7 @@ def test_log_joint_never_decreases_among_identical_columns(name):
         _, _, X, observed = _problem(name, N=3, D=2, K=2, seed=seed)
         Z0 = (rng.random((3, 12)) < 0.6).astype(np.int8)
         Z0[0, ~Z0.any(axis=0)] = 1
-        solver = MapClimb()
+        solver = MapClimbIBP()
         state, values = _climb(solver, lik, params, X, observed, seed, 300, Z0=Z0, alpha=3.0)
         steps = np.diff(values)
         assert np.all(steps >= -1e-9 * np.abs(values[:-1])), (seed, steps.min())
@@ -85,7 +85,7 @@ def test_log_joint_never_decreases_among_identical_columns(name):
 
 def test_alpha_and_parameters_at_their_conditional_modes():
     lik, params, X, observed = _problem("gaussian", N=20, D=6, K=3, seed=0)
-    solver = MapClimb()
+    solver = MapClimbIBP()
     state, _ = _climb(solver, lik, params, X, observed, 0, 4)
     K, N = state.n_features, X.shape[0]
     # alpha: the mode of Gamma(2 + K, 3 + H_N) beats a grid around it.
@@ -105,16 +105,16 @@ def test_alpha_and_parameters_at_their_conditional_modes():
     assert state.params is new
     # "fixed" leaves the parameters alone; "mode" moves them.
     before = dict(state.params)
-    MapClimb(parameters="fixed").sample_parameters(state, lik, None)
+    MapClimbIBP(parameters="fixed").sample_parameters(state, lik, None)
     assert state.params == before
     state.params = {"sigma_x": 2.0, "sigma_a": 3.0}
-    MapClimb(parameters="mode").sample_parameters(state, lik, None)
+    MapClimbIBP(parameters="mode").sample_parameters(state, lik, None)
     assert state.params["sigma_x"] == pytest.approx(new["sigma_x"])
 
 
 def test_noisy_or_parameter_modes_raise_their_conditional():
     lik, params, X, observed = _problem("noisy_or", N=30, D=8, K=3, seed=1)
-    solver = MapClimb()
+    solver = MapClimbIBP()
     state, _ = _climb(solver, lik, params, X, observed, 1, 5)
     state.params = {"epsilon": 0.6, "lambda": 0.5, "p_a": 0.4}
     before = solver.log_joint(state, lik)  # flat Beta priors: the log joint is the target
@@ -179,7 +179,7 @@ def _single_moves_do_not_improve(solver, state, lik):
 @pytest.mark.parametrize("name", list(LIKELIHOODS))
 def test_climb_ends_at_a_point_no_single_move_improves(name):
     lik, params, X, observed = _problem(name, N=6, D=4, K=2, seed=3)
-    solver = MapClimb()
+    solver = MapClimbIBP()
     state, values = _climb(solver, lik, params, X, observed, 0, 80)
     assert values[-1] - values[-2] < 1e-8  # converged
     _single_moves_do_not_improve(solver, state, lik)
@@ -214,7 +214,7 @@ def test_climb_finds_the_top_patterns_of_the_enumerated_posterior():
     sigma_x, sigma_a, alpha = 0.4, 1.0, 1.0
     lik = LinearGaussianFeatures()
     params = {"sigma_x": sigma_x, "sigma_a": sigma_a}
-    solver = MapClimb()
+    solver = MapClimbIBP()
     profile, marginal = [], []
     for seed in range(8):
         rng = np.random.default_rng(100 + seed)
@@ -258,7 +258,7 @@ def test_block_images_recovered(name):
             X = lik.sample_data(Z_true, A_true, params, np.random.default_rng(seed))
         best = None
         for chain in range(n_chains):
-            state, values = _climb(MapClimb(), lik, params, X, None, [seed, chain], 10)
+            state, values = _climb(MapClimbIBP(), lik, params, X, None, [seed, chain], 10)
             if best is None or values[-1] > best[0]:
                 best = (values[-1], state)
         found.append(_best_corr(A_true, best[1].active_A).min())
@@ -274,7 +274,7 @@ def test_deterministic_given_the_rng_and_inputs_untouched(name):
     Z0_copy = Z0.copy()
     runs = []
     for _ in range(2):
-        state, values = _climb(MapClimb(), lik, params, X, observed, 7, 4, Z0=Z0)
+        state, values = _climb(MapClimbIBP(), lik, params, X, observed, 7, 4, Z0=Z0)
         runs.append((state.active_Z.copy(), state.active_A.copy(), values))
     np.testing.assert_array_equal(runs[0][0], runs[1][0])
     np.testing.assert_array_equal(runs[0][1], runs[1][1])
@@ -282,17 +282,18 @@ def test_deterministic_given_the_rng_and_inputs_untouched(name):
     np.testing.assert_array_equal(X, X_copy)
     np.testing.assert_array_equal(observed, observed_copy)
     np.testing.assert_array_equal(Z0, Z0_copy)
-    assert MapClimb.exact is False and MapClimb.name == "map"
+    assert MapClimbIBP.exact is False and MapClimbIBP.name == "map_climb"
 
 
 def test_parameter_validation():
     lik, params, X, observed = _problem("gaussian", N=8, D=3, K=2, seed=0)
     rng = np.random.default_rng(0)
     Z = np.ones((8, 1))
-    for bad in (MapClimb(birth="all"), MapClimb(parameters="sample"), MapClimb(capacity=0)):
+    for bad in (MapClimbIBP(birth="all"), MapClimbIBP(parameters="sample"),
+                MapClimbIBP(capacity=0)):
         with pytest.raises(ValueError):
             bad.initialize(X, observed, Z, None, 1.0, params, lik, rng)
-    solver = MapClimb()
+    solver = MapClimbIBP()
     with pytest.raises(ValueError, match="alpha"):
         solver.initialize(X, observed, Z, None, 0.0, params, lik, rng)
     with pytest.raises(ValueError, match="Z must"):
@@ -308,7 +309,7 @@ def test_parameter_validation():
     state = solver.initialize(X, observed, Z, None, 1.0, params, lik, rng)
     with pytest.raises(ValueError, match="likelihood"):
         solver.sweep(state, object(), rng)
-    alien = MapClimb().initialize(X, observed, Z, None, 1.0, params, lik, rng)
+    alien = MapClimbIBP().initialize(X, observed, Z, None, 1.0, params, lik, rng)
     alien.stats.clear()
     with pytest.raises(ValueError, match="state"):
         solver.sweep(alien, lik, rng)

@@ -1,8 +1,8 @@
-"""MetropolisGibbs (seed 002 Algorithm 13) and ApproximateGibbs (Algorithm 12).
+"""MetropolisIBP (seed 002 Algorithm 13) and ApproximateGibbsIBP (Algorithm 12).
 
 * The exact sampler's histogram of left-ordered classes of Z matches the enumerated
   posterior of the tiny problems of ``test_exact_posterior.py`` (chi-square test).
-* ApproximateGibbs is tested against its own stationary distribution where that is
+* ApproximateGibbsIBP is tested against its own stationary distribution where that is
   computable: without data every feature evolves on its own and new ones arrive at
   ``K_hat p = K_hat alpha / (K_hat N + alpha)`` a row visit instead of ``alpha / N``, so
   ``E[K] = alpha H_N K_hat N / (K_hat N + alpha)`` exactly. With data its stationary
@@ -27,8 +27,8 @@ from sklearn_ibp.solvers.ibp_explicit._metropolis_kernels import (
     compact_features,
     refresh_prediction,
 )
-from sklearn_ibp.solvers.ibp_explicit.approximate_gibbs import ApproximateGibbs
-from sklearn_ibp.solvers.ibp_explicit.metropolis import MetropolisGibbs
+from sklearn_ibp.solvers.ibp_explicit.approximate_gibbs import ApproximateGibbsIBP
+from sklearn_ibp.solvers.ibp_explicit.metropolis import MetropolisIBP
 from tests._enumeration import enumerate_posterior, history_key
 from tests.solvers.test_exact_posterior import PROBLEMS, chi_square_against
 
@@ -79,7 +79,7 @@ def check_histogram(posterior, keys):
 # 600 samples, one every 100 sweeps: A explicit and Z drawn given A mix slowly (a class
 # of three features changes into another only through A), and thinning 20 or 60 still
 # left enough autocorrelation to inflate the chi-square (p ~ 1e-6 to 0.04 over seeds,
-# about the same for the existing UncollapsedGibbs at thinning 60). At 100, p over seeds
+# about the same for the existing UncollapsedIBP at thinning 60). At 100, p over seeds
 # 0, 1, 2 (the test runs seed 0) with 600 samples (with 1000):
 #   prior proposal, four rows: p = 0.80, 0.054, 0.077 (0.32, 0.57, 0.016)
 #   data proposal, five rows:  p = 0.037, 0.32, 0.57 (0.42, 0.25, 0.086)
@@ -93,7 +93,7 @@ def check_histogram(posterior, keys):
 def test_metropolis_matches_exact_posterior(name, proposal):
     X, posterior = tiny_problem(name)
     _, keys = run_chain(
-        MetropolisGibbs(proposal=proposal), X, LinearGaussianFeatures(), GAUSSIAN_PARAMS,
+        MetropolisIBP(proposal=proposal), X, LinearGaussianFeatures(), GAUSSIAN_PARAMS,
         ALPHA, n_sweeps=60_100, seed=0, thin=100, burn_in=100,
         record=lambda s: history_key(s.active_Z),
     )
@@ -108,7 +108,7 @@ def test_metropolis_matches_exact_posterior(name, proposal):
 def test_approximate_gibbs_with_many_auxiliary_features_matches_posterior():
     X, posterior = tiny_problem("four_rows")
     _, keys = run_chain(
-        ApproximateGibbs(n_auxiliary=8), X, LinearGaussianFeatures(), GAUSSIAN_PARAMS,
+        ApproximateGibbsIBP(n_auxiliary=8), X, LinearGaussianFeatures(), GAUSSIAN_PARAMS,
         ALPHA, n_sweeps=60_100, seed=0, thin=100, burn_in=100,
         record=lambda s: history_key(s.active_Z),
     )
@@ -154,14 +154,14 @@ def prior_chain(solver, n_sweeps, seed=3):
 # from the ratio gives z = +152 (E[K] = 14.7).
 @pytest.mark.parametrize(
     "solver",
-    [MetropolisGibbs(), MetropolisGibbs(proposal="data", proposal_rate=1.0),
-     ApproximateGibbs(n_auxiliary=40)],
+    [MetropolisIBP(), MetropolisIBP(proposal="data", proposal_rate=1.0),
+     ApproximateGibbsIBP(n_auxiliary=40)],
     ids=["metropolis-prior", "metropolis-data-rate1", "approximate-40"],
 )
 def test_prior_recovered_without_data(solver):
     ks = prior_chain(solver, 20_000)
     expected = ALPHA_PRIOR * harmonic_rate(N_PRIOR)
-    if isinstance(solver, ApproximateGibbs):
+    if isinstance(solver, ApproximateGibbsIBP):
         K_hat = solver.n_auxiliary
         expected *= K_hat * N_PRIOR / (K_hat * N_PRIOR + ALPHA_PRIOR)  # 0.8% below
     se = batch_means_se(ks)
@@ -172,7 +172,7 @@ def test_prior_recovered_without_data(solver):
     assert poisson_chi_square(ks[::5], expected) > 1e-3
 
 
-# ApproximateGibbs's own stationary mean without data, E[K] = alpha H_N K_hat N /
+# ApproximateGibbsIBP's own stationary mean without data, E[K] = alpha H_N K_hat N /
 # (K_hat N + alpha): 4.20 for K_hat = 2 (the IBP's 4.90 is ~20 standard errors away, so
 # the test tells the truncated model from the exact one), 4.59 for K_hat = 5 (enumerated
 # subsets) and 4.82 for K_hat = 12 (Gibbs scans). For K_hat = 2 over seeds 0-5,
@@ -180,7 +180,7 @@ def test_prior_recovered_without_data(solver):
 # the Poisson chi-square gives p down to 0.003 at K_hat = 2, so only the mean is tested.
 @pytest.mark.parametrize("n_auxiliary", [2, 5, 12])
 def test_approximate_gibbs_stationary_mean_without_data(n_auxiliary):
-    ks = prior_chain(ApproximateGibbs(n_auxiliary=n_auxiliary), 20_000)
+    ks = prior_chain(ApproximateGibbsIBP(n_auxiliary=n_auxiliary), 20_000)
     exact = ALPHA_PRIOR * harmonic_rate(N_PRIOR)
     expected = exact * n_auxiliary * N_PRIOR / (n_auxiliary * N_PRIOR + ALPHA_PRIOR)
     se = batch_means_se(ks)
@@ -201,7 +201,7 @@ def test_metropolis_recovers_block_images_with_exponential_features():
     X.setflags(write=False)
     likelihood = ExponentialGaussian()
     state, _ = run_chain(
-        MetropolisGibbs(proposal="data", proposal_rate=0.5), X, likelihood,
+        MetropolisIBP(proposal="data", proposal_rate=0.5), X, likelihood,
         {"sigma_x": 1.0, "rate": 1.0}, 1.0, n_sweeps=300, seed=0, resample_parameters=True,
     )
     C = np.corrcoef(np.vstack([A, state.active_A]))[:4, 4:]
@@ -252,8 +252,8 @@ def test_compaction_and_prediction_match_numpy():
 # -- reproducibility, inputs, parameters ---------------------------------------------------
 @pytest.mark.parametrize(
     "solver",
-    [MetropolisGibbs(), MetropolisGibbs(proposal="data", proposal_rate=0.5),
-     ApproximateGibbs(), ApproximateGibbs(n_auxiliary=12)],
+    [MetropolisIBP(), MetropolisIBP(proposal="data", proposal_rate=0.5),
+     ApproximateGibbsIBP(), ApproximateGibbsIBP(n_auxiliary=12)],
 )
 def test_same_seed_gives_identical_chains_and_inputs_are_untouched(solver):
     X, Z_true, _ = make_block_images(n_samples=20, noise=0.5, random_state=1)
@@ -288,11 +288,11 @@ def test_same_seed_gives_identical_chains_and_inputs_are_untouched(solver):
 @pytest.mark.parametrize(
     "solver, match",
     [
-        (MetropolisGibbs(k_max=0), "k_max"),
-        (MetropolisGibbs(proposal="posterior"), "proposal"),
-        (MetropolisGibbs(proposal_rate=-1.0), "proposal_rate"),
-        (ApproximateGibbs(n_auxiliary=0), "n_auxiliary"),
-        (ApproximateGibbs(n_auxiliary=2.5), "n_auxiliary"),
+        (MetropolisIBP(k_max=0), "k_max"),
+        (MetropolisIBP(proposal="posterior"), "proposal"),
+        (MetropolisIBP(proposal_rate=-1.0), "proposal_rate"),
+        (ApproximateGibbsIBP(n_auxiliary=0), "n_auxiliary"),
+        (ApproximateGibbsIBP(n_auxiliary=2.5), "n_auxiliary"),
     ],
 )
 def test_bad_parameters_are_refused(solver, match):
@@ -303,7 +303,7 @@ def test_bad_parameters_are_refused(solver, match):
 
 
 def test_bad_inputs_are_refused():
-    solver, likelihood, rng = MetropolisGibbs(), LinearGaussianFeatures(), None
+    solver, likelihood, rng = MetropolisIBP(), LinearGaussianFeatures(), None
     X = np.zeros((4, 2))
     with pytest.raises(ValueError, match="alpha"):
         solver.initialize(X, None, np.zeros((4, 0)), None, 0.0, GAUSSIAN_PARAMS, likelihood,
@@ -319,7 +319,7 @@ def test_bad_inputs_are_refused():
                           rng)
 
 
-@pytest.mark.parametrize("name", ["metropolis", "approximate_gibbs", "particle", "map"])
+@pytest.mark.parametrize("name", ["metropolis", "approximate_gibbs", "particle", "map_climb"])
 @pytest.mark.parametrize("bad, match", [
     (dict(alpha=np.nan), "alpha must be a positive finite number"),
     (dict(alpha="one"), "alpha must be a positive finite number"),

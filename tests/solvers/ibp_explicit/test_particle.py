@@ -33,7 +33,7 @@ from sklearn_ibp.solvers.ibp_explicit._particle_kernels import (
     RESAMPLE_SYSTEMATIC,
     resample_ancestors,
 )
-from sklearn_ibp.solvers.ibp_explicit.particle import ParticleFilter, particle_filter
+from sklearn_ibp.solvers.ibp_explicit.particle import ParticleIBP, particle_filter
 from tests._enumeration import enumerate_posterior, history_key
 from tests.solvers.ibp_explicit.test_metropolis_and_approximate_gibbs import (
     ALPHA,
@@ -97,8 +97,8 @@ def chains_from_posterior(solver, X, posterior, seed, n_chains=N_CHAINS,
 @pytest.mark.parametrize(
     "name, solver",
     [
-        ("four_rows", ParticleFilter(n_particles=10, init="given")),
-        ("five_rows", ParticleFilter(n_particles=6, proposal="prior", resampling="multinomial",
+        ("four_rows", ParticleIBP(n_particles=10, init="given")),
+        ("five_rows", ParticleIBP(n_particles=6, proposal="prior", resampling="multinomial",
                                      ess_threshold=1.0, init="given")),
     ],
     ids=["data-systematic", "prior-multinomial-always"],
@@ -171,7 +171,7 @@ def test_sweeps_keep_the_exact_noisy_or_posterior():
     X, likelihood = NOISY_OR_X, LeakyNoisyOr()
     N = X.shape[0]
     observed = np.ones(X.shape, dtype=np.uint8)
-    solver = ParticleFilter(n_particles=8, init="given")
+    solver = ParticleIBP(n_particles=8, init="given")
     rng = np.random.default_rng(0)
     keys = list(posterior)
     probs = np.array([posterior[k] for k in keys])
@@ -234,8 +234,8 @@ N_PRIOR, ALPHA_PRIOR = 6, 2.0
 # features at rate alpha / N instead of alpha / n the mean is 2.0 (z = -128).
 @pytest.mark.parametrize(
     "solver",
-    [ParticleFilter(n_particles=4),
-     ParticleFilter(n_particles=3, resampling="multinomial", ess_threshold=1.0,
+    [ParticleIBP(n_particles=4),
+     ParticleIBP(n_particles=3, resampling="multinomial", ess_threshold=1.0,
                     proposal="prior")],
     ids=["systematic-data", "multinomial-prior"],
 )
@@ -271,7 +271,7 @@ def test_alpha_update_keeps_its_prior():
     rng = np.random.default_rng(2)
     X = np.zeros((n_rows, 1))
     observed = np.zeros(X.shape, dtype=np.uint8)
-    solver = ParticleFilter(n_particles=3, init="given")
+    solver = ParticleIBP(n_particles=3, init="given")
     alphas, Ks = np.empty(n_chains), np.empty(n_chains)
     for c in range(n_chains):
         alpha = rng.gamma(1.0)
@@ -299,7 +299,7 @@ def test_alpha_update_keeps_its_prior():
 def test_recovers_block_images_with_exponential_features():
     X, _, A_true = make_block_images(n_samples=70, noise=0.5, random_state=0)
     likelihood = ExponentialGaussian()
-    solver = ParticleFilter(n_particles=20)
+    solver = ParticleIBP(n_particles=20)
     rng = np.random.default_rng(0)
     state = solver.initialize(X, None, np.zeros((70, 0)), None, 1.0,
                               {"sigma_x": 1.0, "rate": 1.0}, likelihood, rng)
@@ -364,7 +364,7 @@ def test_same_seed_gives_identical_chains_and_inputs_are_untouched(likelihood, p
         a.setflags(write=False)
     copies = [a.copy() for a in (X, observed, Z0, A0)]
     params_copy = dict(params)
-    solver = ParticleFilter(n_particles=5)
+    solver = ParticleIBP(n_particles=5)
     results = []
     for init in ("filter", "given", "given"):
         rng = np.random.default_rng(7)
@@ -401,13 +401,13 @@ def test_many_new_features_grow_the_particle_arrays():
 @pytest.mark.parametrize(
     "solver, match",
     [
-        (ParticleFilter(n_particles=0), "n_particles"),
-        (ParticleFilter(n_particles=2.5), "n_particles"),
-        (ParticleFilter(resampling="stratified"), "resampling"),
-        (ParticleFilter(ess_threshold=0.0), "ess_threshold"),
-        (ParticleFilter(ess_threshold=1.5), "ess_threshold"),
-        (ParticleFilter(proposal="posterior"), "proposal"),
-        (ParticleFilter(init="random"), "init"),
+        (ParticleIBP(n_particles=0), "n_particles"),
+        (ParticleIBP(n_particles=2.5), "n_particles"),
+        (ParticleIBP(resampling="stratified"), "resampling"),
+        (ParticleIBP(ess_threshold=0.0), "ess_threshold"),
+        (ParticleIBP(ess_threshold=1.5), "ess_threshold"),
+        (ParticleIBP(proposal="posterior"), "proposal"),
+        (ParticleIBP(init="random"), "init"),
     ],
 )
 def test_bad_parameters_are_refused(solver, match):
@@ -432,7 +432,7 @@ def test_filter_refuses_bad_arguments(kwargs, match):
 
 
 def test_bad_inputs_are_refused():
-    solver, rng = ParticleFilter(), np.random.default_rng(0)
+    solver, rng = ParticleIBP(), np.random.default_rng(0)
     X = np.zeros((4, 2))
     with pytest.raises(ValueError, match="alpha"):
         solver.initialize(X, None, np.zeros((4, 0)), None, 0.0, GAUSSIAN_PARAMS, GAUSSIAN,

@@ -16,12 +16,12 @@ from sklearn_ibp.likelihoods.linear_gaussian import LinearGaussianFeatures
 from sklearn_ibp.likelihoods.noisy_or import BinaryDetection
 from sklearn_ibp.priors.ibp import sample_ibp
 from sklearn_ibp.solvers.ibp_explicit._slice_kernels import log_stick_density, sample_log_stick
-from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import SemiOrderedSliceSampler
-from sklearn_ibp.solvers.ibp_explicit.slice import SliceSampler, stick_tail_rate
+from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import SemiOrderedSliceIBP
+from sklearn_ibp.solvers.ibp_explicit.slice import SliceIBP, stick_tail_rate
 from tests._enumeration import enumerate_posterior, history_key
 from tests.solvers.test_exact_posterior import ALPHA, PROBLEMS, SIGMA_A, SIGMA_X, chi_square_against
 
-SOLVERS = [SliceSampler, SemiOrderedSliceSampler]
+SOLVERS = [SliceIBP, SemiOrderedSliceIBP]
 GAUSSIAN = LinearGaussianFeatures()
 PARAMS = {"sigma_x": SIGMA_X, "sigma_a": SIGMA_A}
 
@@ -88,7 +88,7 @@ def test_stick_tail_rate():
 
 # Both samplers mix slowly over [Z] on these problems (A explicit, sigma_x = 0.3): the
 # integrated autocorrelation time of "[Z] is the top class" is about 260 sweeps for
-# SliceSampler and 200 for SemiOrderedSliceSampler (five rows, 30000 sweeps), so one
+# SliceIBP and 200 for SemiOrderedSliceIBP (five rows, 30000 sweeps), so one
 # thinned chain would need about 10^6 sweeps for near-independent samples (at thinning 10
 # or 20 the chi-square p-values of correct samplers were 1e-42 to 0.03). The test
 # therefore checks invariance directly: every chain starts from an exact posterior draw
@@ -151,7 +151,7 @@ def test_semi_ordered_variants_match_enumerated_posterior(unique_moves, tiny_pos
     """Algorithm 16 alone (``unique_moves=None``) and with the prior-proposal birth and
     death move of the unique features (the default, ``"data"``, is tested above)."""
     X, posterior = tiny_posterior
-    keys = _chains_from_posterior(SemiOrderedSliceSampler(unique_moves=unique_moves), X,
+    keys = _chains_from_posterior(SemiOrderedSliceIBP(unique_moves=unique_moves), X,
                                   posterior, seed=0)
     stat, dof, p_value, counts, expected = chi_square_against(posterior, keys)
     assert p_value > 1e-3, (stat, dof, counts, expected)
@@ -168,7 +168,7 @@ def test_unique_moves_alone_keep_the_enumerated_posterior(unique_moves, tiny_pos
     keys = list(posterior)
     probs = np.array([posterior[k] for k in keys])
     probs /= probs.sum()
-    solver = SemiOrderedSliceSampler(unique_moves=unique_moves)
+    solver = SemiOrderedSliceIBP(unique_moves=unique_moves)
     noise = GAUSSIAN.noise_array(PARAMS, X.shape[1])
     prior = GAUSSIAN.prior_array(PARAMS)
     out, changed = [], 0
@@ -212,11 +212,11 @@ def test_prior_number_of_features(solver_class):
     rate = alpha * sum(1.0 / i for i in range(1, n_rows + 1))
     Ks, _ = _prior_chain(solver_class(), n_rows, alpha, 12000, seed=1)
     # Scratch runs (6 seeds, 12000 sweeps): K's integrated autocorrelation time is about
-    # 30 sweeps for SliceSampler and 12 for SemiOrderedSliceSampler, so the mean's
+    # 30 sweeps for SliceIBP and 12 for SemiOrderedSliceIBP, so the mean's
     # standard error comes from the effective sample size, and the histogram keeps every
-    # 40th draw. This test fails for SliceSampler when the last stick's conditional loses
+    # 40th draw. This test fails for SliceIBP when the last stick's conditional loses
     # its tail factor exp(alpha sum_i (1 - mu)^i / i) (eq. 4.51), and for
-    # SemiOrderedSliceSampler with the active sticks from Beta(m + 1, 1 + N - m).
+    # SemiOrderedSliceIBP with the active sticks from Beta(m + 1, 1 + N - m).
     ess = effective_sample_size(Ks.astype(float))
     z = (Ks.mean() - rate) / np.sqrt(rate / ess)
     assert abs(z) < 4.0, (Ks.mean(), rate, ess)
@@ -239,8 +239,8 @@ def test_alpha_update_keeps_its_prior(solver_class):
     (mean 1) and K | alpha Poisson(alpha H_N) (mean H_N), independently across chains.
 
     One long chain is a poor judge here: alpha's autocorrelation time is 50-80 sweeps for
-    SliceSampler and about 45 for SemiOrderedSliceSampler, with long excursions near
-    alpha = 0 (four 20000-80000-sweep runs of SliceSampler gave means 0.80-1.05).
+    SliceIBP and about 45 for SemiOrderedSliceIBP, with long excursions near
+    alpha = 0 (four 20000-80000-sweep runs of SliceIBP gave means 0.80-1.05).
     """
     n_rows, n_chains, n_sweeps = 6, 1500, 4
     harmonic = sum(1.0 / i for i in range(1, n_rows + 1))
@@ -257,11 +257,11 @@ def test_alpha_update_keeps_its_prior(solver_class):
             solver.sweep(state, GAUSSIAN, rng)
             solver.sample_alpha(state, rng, prior=(1.0, 1.0))
         alphas[c], Ks[c] = state.alpha, state.n_features
-    # Scratch runs (6 seeds): KS p-values of the final alphas 0.24-0.93 (SliceSampler) and
-    # 0.52-0.995 (SemiOrderedSliceSampler); every z-score of the means of alpha and K
-    # within 1.6. It fails for SliceSampler when the alpha conditional ignores its
+    # Scratch runs (6 seeds): KS p-values of the final alphas 0.24-0.93 (SliceIBP) and
+    # 0.52-0.995 (SemiOrderedSliceIBP); every z-score of the means of alpha and K
+    # within 1.6. It fails for SliceIBP when the alpha conditional ignores its
     # sticks (rate + H_N, the collapsed conditional, which is wrong given the sticks),
-    # and for SemiOrderedSliceSampler with the active sticks from Beta(m + 1, 1 + N - m).
+    # and for SemiOrderedSliceIBP with the active sticks from Beta(m + 1, 1 + N - m).
     assert stats.kstest(alphas, stats.gamma(1.0).cdf).pvalue > 1e-3
     assert abs(alphas.mean() - 1.0) < 4.0 / np.sqrt(n_chains)
     # Var K = E[alpha] H_N + Var(alpha) H_N^2 = H_N + H_N^2 under the joint prior.
@@ -359,7 +359,7 @@ def test_bad_parameters_refused(solver_class):
     with pytest.raises(ValueError, match="prior"):
         solver_class().sample_alpha(state, rng, prior=(0.0, 1.0))
     expected = {"capacity": 32}
-    if solver_class is SemiOrderedSliceSampler:
+    if solver_class is SemiOrderedSliceIBP:
         expected["unique_moves"] = "data"
         with pytest.raises(ValueError, match="unique_moves"):
             solver_class(unique_moves="gibbs").initialize(

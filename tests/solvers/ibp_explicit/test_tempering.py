@@ -22,9 +22,9 @@ from scipy import integrate
 
 from sklearn_ibp.estimators.factor_analysis import IBPFactorAnalysis
 from sklearn_ibp.likelihoods import ExponentialGaussian, LeakyNoisyOr, LinearGaussianFeatures
-from sklearn_ibp.solvers.ibp_explicit.metropolis import MetropolisGibbs
-from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import SemiOrderedSliceSampler
-from sklearn_ibp.solvers.ibp_explicit.tempering import ParallelTempering, TemperedLikelihood
+from sklearn_ibp.solvers.ibp_explicit.metropolis import MetropolisIBP
+from sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice import SemiOrderedSliceIBP
+from sklearn_ibp.solvers.ibp_explicit.tempering import TemperedLikelihood, TemperingIBP
 from tests._enumeration import enumerate_posterior, history_key
 from tests.solvers.test_exact_posterior import ALPHA, PROBLEMS, SIGMA_A, SIGMA_X, chi_square_against
 
@@ -70,7 +70,7 @@ N_CHAINS, N_SWEEPS = 1000, 5
 @pytest.fixture(scope="module")
 def tempered_posteriors():
     X = _four_rows()
-    solver = ParallelTempering(n_temperatures=3, max_temperature=10.0)
+    solver = TemperingIBP(n_temperatures=3, max_temperature=10.0)
     posteriors = []
     for b in solver.inverse_temperatures():
         posterior, top_mass, _ = enumerate_posterior(X, ALPHA, SIGMA_X / math.sqrt(b),
@@ -210,7 +210,7 @@ def test_binary_likelihoods_refused():
         TemperedLikelihood(LeakyNoisyOr(), 0.5)
     X = np.eye(4)
     with pytest.raises(ValueError, match="likelihood"):
-        _start(ParallelTempering(n_temperatures=2), X, np.zeros((4, 0)),
+        _start(TemperingIBP(n_temperatures=2), X, np.zeros((4, 0)),
                params={"epsilon": 0.9, "lambda": 0.5, "p_a": 0.3}, likelihood=LeakyNoisyOr())
     with pytest.raises(ValueError, match="inverse_temperature"):
         TemperedLikelihood(GAUSSIAN, 1.5)
@@ -225,7 +225,7 @@ def test_exchange_moves_whole_states_and_is_counted():
     sampler variables) tuples intact, the record stays with the cold state, and the
     counts add up."""
     X = _four_rows()
-    solver = ParallelTempering(solver=SemiOrderedSliceSampler(), n_temperatures=4,
+    solver = TemperingIBP(solver=SemiOrderedSliceIBP(), n_temperatures=4,
                                max_temperature=3.0)
     Z0 = np.array([[1, 0], [1, 1], [0, 1], [1, 1]])
     state, rng = _start(solver, X, Z0)
@@ -253,7 +253,7 @@ def test_exchange_moves_whole_states_and_is_counted():
 
 def test_swap_every_and_acceptance_reported():
     X = _four_rows()
-    solver = ParallelTempering(n_temperatures=4, swap_every=3)
+    solver = TemperingIBP(n_temperatures=4, swap_every=3)
     state, rng = _start(solver, X, np.zeros((4, 0)))
     assert np.all(np.isnan(solver.swap_acceptance(state)))
     for _ in range(10):
@@ -270,8 +270,8 @@ def test_one_rung_is_the_wrapped_sampler(sample_hyper):
     (sweeps, the likelihood's parameters, alpha)."""
     X = _four_rows()
     Z0 = np.zeros((4, 0))
-    plain, wrapped = MetropolisGibbs(proposal="data"), ParallelTempering(
-        solver=MetropolisGibbs(proposal="data"), n_temperatures=1)
+    plain, wrapped = MetropolisIBP(proposal="data"), TemperingIBP(
+        solver=MetropolisIBP(proposal="data"), n_temperatures=1)
     a, rng_a = _start(plain, X, Z0, seed=3)
     b, rng_b = _start(wrapped, X, Z0, seed=3)
     for _ in range(40):
@@ -294,18 +294,18 @@ def test_one_rung_in_the_estimator():
     ``sample_parameters``), one rung reproduces the wrapped solver's fit."""
     X = np.random.default_rng(0).normal(size=(12, 4))
     kw = dict(n_iter=15, burn_in=5, random_state=0, sample_hyperparameters=True)
-    plain = IBPFactorAnalysis(solver=MetropolisGibbs(), **kw).fit(X)
-    wrapped = IBPFactorAnalysis(solver=ParallelTempering(n_temperatures=1), **kw).fit(X)
+    plain = IBPFactorAnalysis(solver=MetropolisIBP(), **kw).fit(X)
+    wrapped = IBPFactorAnalysis(solver=TemperingIBP(n_temperatures=1), **kw).fit(X)
     np.testing.assert_array_equal(plain.Z_, wrapped.Z_)
     assert plain.alpha_ == wrapped.alpha_ and plain.sigma_x_ == wrapped.sigma_x_
     # and with hot rungs the estimator runs unchanged, its state the cold rung's
-    tempered = IBPFactorAnalysis(solver=ParallelTempering(n_temperatures=3), **kw).fit(X)
+    tempered = IBPFactorAnalysis(solver=TemperingIBP(n_temperatures=3), **kw).fit(X)
     assert tempered.Z_.shape[0] == 12
 
 
 def test_hot_rungs_sample_their_own_hyperparameters():
     X = _four_rows()
-    solver = ParallelTempering(n_temperatures=3)
+    solver = TemperingIBP(n_temperatures=3)
     state, rng = _start(solver, X, np.array([[1], [1], [0], [1]]))
     for _ in range(5):
         solver.sweep(state, GAUSSIAN, rng)
@@ -326,7 +326,7 @@ def test_reproducible_and_inputs_untouched():
     Z0.setflags(write=False)
     runs = []
     for _ in range(2):
-        solver = ParallelTempering(n_temperatures=3)
+        solver = TemperingIBP(n_temperatures=3)
         state, rng = _start(solver, X, Z0, seed=7)
         for _ in range(20):
             solver.sweep(state, GAUSSIAN, rng)
@@ -354,26 +354,26 @@ def test_reproducible_and_inputs_untouched():
         (dict(temperatures=[1.0, np.inf]), "temperatures"),
         (dict(temperatures=[[1.0, 2.0]]), "temperatures"),
         (dict(solver="nonexistent"), "solver"),
-        (dict(solver="map"), "solver"),
-        (dict(solver=MetropolisGibbs), "solver"),
-        (dict(solver=ParallelTempering()), "solver"),
+        (dict(solver="map_climb"), "solver"),
+        (dict(solver=MetropolisIBP), "solver"),
+        (dict(solver=TemperingIBP()), "solver"),
         (dict(solver=object()), "solver"),
     ],
 )
 def test_bad_parameters_refused(kwargs, match):
     with pytest.raises(ValueError, match=match):
-        _start(ParallelTempering(**kwargs), _four_rows(), np.zeros((4, 0)))
+        _start(TemperingIBP(**kwargs), _four_rows(), np.zeros((4, 0)))
 
 
 def test_explicit_ladder_and_bad_state():
-    solver = ParallelTempering(temperatures=[1.0, 2.0, 8.0], n_temperatures=7)
+    solver = TemperingIBP(temperatures=[1.0, 2.0, 8.0], n_temperatures=7)
     np.testing.assert_allclose(solver.inverse_temperatures(), [1.0, 0.5, 0.125])
     state, rng = _start(solver, _four_rows(), np.zeros((4, 0)))
     assert len(solver.rung_states(state)) == 3
     with pytest.raises(ValueError, match="rung"):
         solver.reset_rung(state, 3, np.zeros((4, 0)), None, GAUSSIAN, rng)
-    plain_state, _ = _start(MetropolisGibbs(), _four_rows(), np.zeros((4, 0)))
-    with pytest.raises(ValueError, match="ParallelTempering.initialize"):
+    plain_state, _ = _start(MetropolisIBP(), _four_rows(), np.zeros((4, 0)))
+    with pytest.raises(ValueError, match="TemperingIBP.initialize"):
         solver.sweep(plain_state, GAUSSIAN, rng)
-    assert ParallelTempering(solver="truncated_gibbs").exact is False
-    assert ParallelTempering().exact is True
+    assert TemperingIBP(solver="truncated_gibbs").exact is False
+    assert TemperingIBP().exact is True

@@ -1,4 +1,4 @@
-"""TruncatedGibbs: Gibbs sampling for the truncated stick-breaking IBP (seed 002 sec. 4.2.4).
+"""TruncatedGibbsIBP: Gibbs sampling for the truncated stick-breaking IBP (seed 002 sec. 4.2.4).
 
 The exact tests enumerate the posterior of the truncated model itself. Its prior of a
 left-ordered class is a sum over the ways to place the class's columns on the ``K*``
@@ -20,7 +20,10 @@ from scipy import stats
 from scipy.special import roots_jacobi
 
 from sklearn_ibp.likelihoods.linear_gaussian import LinearGaussianFeatures
-from sklearn_ibp.solvers.ibp_explicit.truncated_gibbs import TruncatedGibbs, truncation_error_bound
+from sklearn_ibp.solvers.ibp_explicit.truncated_gibbs import (
+    TruncatedGibbsIBP,
+    truncation_error_bound,
+)
 from tests._enumeration import enumerate_posterior, enumerate_prior, history_key
 from tests.solvers.test_exact_posterior import chi_square_against
 
@@ -89,7 +92,7 @@ def start(solver, X, likelihood, params, seed, alpha=ALPHA):
 
 
 def sample_classes(X, n_sticks, n_samples, thin, seed, burn_in=500):
-    solver, lik = TruncatedGibbs(n_features_max=n_sticks), LinearGaussianFeatures()
+    solver, lik = TruncatedGibbsIBP(n_features_max=n_sticks), LinearGaussianFeatures()
     state, rng = start(solver, X, lik, PARAMS, seed)
     for _ in range(burn_in):
         solver.sweep(state, lik, rng)
@@ -137,7 +140,7 @@ def test_histogram_matches_enumerated_posterior(n_sticks):
 def test_prior_without_data():
     """X of shape (N, 0): K and the sticks follow the truncated construction."""
     N, K_max, n_sweeps = 5, 4, 20_000
-    solver, lik = TruncatedGibbs(n_features_max=K_max), LinearGaussianFeatures()
+    solver, lik = TruncatedGibbsIBP(n_features_max=K_max), LinearGaussianFeatures()
     state, rng = start(solver, np.zeros((N, 0)), lik, PARAMS, seed=3)
     ks, sticks = [], []
     for _ in range(n_sweeps):
@@ -162,7 +165,7 @@ def test_prior_without_data():
 def test_alpha_update_keeps_its_gamma_prior():
     """Successive conditionals with no data: alpha stays Gamma(1, 1)."""
     N, K_max = 4, 3
-    solver, lik = TruncatedGibbs(n_features_max=K_max), LinearGaussianFeatures()
+    solver, lik = TruncatedGibbsIBP(n_features_max=K_max), LinearGaussianFeatures()
     state, rng = start(solver, np.zeros((N, 0)), lik, PARAMS, seed=5,
                        alpha=float(np.random.default_rng(9).gamma(1.0)))
     alphas = []
@@ -188,7 +191,7 @@ def test_reproducible_and_inputs_untouched():
     lik = LinearGaussianFeatures()
     runs = []
     for _ in range(2):
-        solver, rng = TruncatedGibbs(n_features_max=5), np.random.default_rng(11)
+        solver, rng = TruncatedGibbsIBP(n_features_max=5), np.random.default_rng(11)
         state = solver.initialize(X, np.ones(X.shape, np.uint8), Z0, A0, ALPHA, PARAMS, lik,
                                   rng)
         for _ in range(50):
@@ -207,9 +210,9 @@ def test_bad_parameters_refused():
     lik, X = LinearGaussianFeatures(), tiny_data()
     for bad in [0, -2, 2.5, "ten"]:
         with pytest.raises((ValueError, TypeError), match="n_features_max"):
-            start(TruncatedGibbs(n_features_max=bad), X, lik, PARAMS, seed=0)
+            start(TruncatedGibbsIBP(n_features_max=bad), X, lik, PARAMS, seed=0)
     with pytest.raises(ValueError, match="alpha"):
-        start(TruncatedGibbs(), X, lik, PARAMS, seed=0, alpha=0.0)
+        start(TruncatedGibbsIBP(), X, lik, PARAMS, seed=0, alpha=0.0)
 
 
 def test_truncation_bound():
@@ -227,9 +230,9 @@ def test_initialize_draws_A_given_Z_when_A_is_None():
     Z = np.zeros((10, 3), np.int8)
     Z[:6, 0] = Z[4:, 2] = 1  # column 1 empty: dropped
     lik, params = LinearGaussianFeatures(), {"sigma_x": 1.0, "sigma_a": 1.0}
-    state = TruncatedGibbs(n_features_max=5).initialize(X, observed, Z, None, 1.0, params,
+    state = TruncatedGibbsIBP(n_features_max=5).initialize(X, observed, Z, None, 1.0, params,
                                                         lik, rng)
     assert state.n_features == 2
     assert np.all(np.isfinite(state.active_A)) and state.active_A.shape == (2, 3)
     with pytest.raises(ValueError, match=r"A must have shape \(3, 3\)"):
-        TruncatedGibbs().initialize(X, observed, Z, np.zeros((2, 3)), 1.0, params, lik, rng)
+        TruncatedGibbsIBP().initialize(X, observed, Z, np.zeros((2, 3)), 1.0, params, lik, rng)

@@ -1,0 +1,58 @@
+"""Deprecated names kept for one release: old class names and old option strings.
+
+Issue 21 renamed solver classes, registry keys and likelihood options so that a name says
+what a thing is and is unique within its model (doc/choosing_solver.rst, "Names"). The old
+names still work for one release and say, with a ``FutureWarning``, which name replaces them:
+
+- an old class name stays importable from the modules it was importable from; a module
+  lists it in ``{old: new}`` and defines ``__getattr__ = class_aliases(__name__, {...})``;
+- an old option string (``likelihood="bernoulli"``, ``solver="map"``) is accepted by the
+  estimator and mapped by :func:`renamed_option`.
+
+Nothing here imports the rest of the package.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+
+#: The release in which the deprecated names go away.
+REMOVED_IN = "0.2"
+
+
+def renamed_option(value, renamed: dict, argument: str, *, warn: bool = True):
+    """The current name of an option value: ``renamed[value]`` when ``value`` is an old
+    name (warning with a ``FutureWarning`` naming ``argument`` and the new value when
+    ``warn``), else ``value`` unchanged (any non-string value included)."""
+    if not isinstance(value, str) or value not in renamed:
+        return value
+    new = renamed[value]
+    if warn:
+        warnings.warn(
+            f"{argument}={value!r} is deprecated and will be removed in {REMOVED_IN}; "
+            f"use {argument}={new!r}, its new name.",
+            FutureWarning,
+            stacklevel=3,
+        )
+    return new
+
+
+def class_aliases(module_name: str, renamed: dict):
+    """A module ``__getattr__`` resolving the old class names in ``renamed`` (``{old
+    name: new name}``) to the module's new classes, with a ``FutureWarning`` naming the
+    new one; any other missing name raises ``AttributeError`` as usual."""
+
+    def __getattr__(name):
+        if name in renamed:
+            new = renamed[name]
+            warnings.warn(
+                f"{name} is deprecated and will be removed in {REMOVED_IN}; use {new} "
+                "(the same class, renamed).",
+                FutureWarning,
+                stacklevel=2,
+            )
+            return getattr(sys.modules[module_name], new)
+        raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
+
+    return __getattr__
