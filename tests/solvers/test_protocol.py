@@ -10,6 +10,7 @@ from sklearn_ibp import DPMixture, IBPFactorAnalysis, InfiniteEBA, NoisyOrHierar
 from sklearn_ibp.datasets import make_paris_rome
 from sklearn_ibp.solvers import (
     MODELS,
+    RENAMED_SOLVERS,
     AcceleratedIBP,
     CollapsedDP,
     SliceEBA,
@@ -30,10 +31,9 @@ def test_every_registered_solver_implements_the_protocol(model):
         assert issubclass(cls, Solver), (model, name)
         assert cls.model == model, (model, name)
         assert get_solver(model, name) is cls
-        # Every class is registered under its own name (the dd-IBP's solver= name
-        # "gibbs" is the one alias).
-        if (model, name) != ("ddibp", "gibbs"):
-            assert cls.name == name, (model, name)
+        # Every class is registered under its own name, and under a deprecated old name
+        # of RENAMED_SOLVERS.
+        assert cls.name == RENAMED_SOLVERS.get(name, name), (model, name)
         solver = cls()
         for method in ("initialize", "sweep", "update_state", "log_joint", "snapshot",
                        "checkpoint", "close"):

@@ -75,6 +75,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
+from ..._deprecation import class_aliases
 from ._explicit_base import ExplicitFeatureState, check_explicit_inputs, grow
 from ._metropolis_kernels import compact_features
 from ._particle_kernels import (
@@ -303,3 +304,7 @@ class ParticleIBP(_RowwiseExplicitSolver):
             raise ValueError(f"the state was not made by {type(self).__name__}.initialize.")
         self._run(state, likelihood, rng, conditional=True)
         self.sample_features(state, likelihood, rng)
+
+
+#: Old class names (before issue 21), importable with a FutureWarning naming the new one.
+__getattr__ = class_aliases(__name__, {"ParticleFilter": "ParticleIBP"})
