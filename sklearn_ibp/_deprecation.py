@@ -4,8 +4,9 @@ Issue 21 renamed solver classes, registry keys and likelihood options so that a 
 what a thing is and is unique within its model (doc/choosing_solver.rst, "Names"). The old
 names still work for one release and say, with a ``FutureWarning``, which name replaces them:
 
-- an old class name stays importable from the modules it was importable from; a module
-  lists it in ``{old: new}`` and defines ``__getattr__ = class_aliases(__name__, {...})``;
+- an old class name (:data:`RENAMED_CLASSES`) stays importable from the modules it was
+  importable from: each defines ``__getattr__ = class_aliases(__name__)``, which resolves
+  the old names of the classes that module holds;
 - an old option string (``likelihood="bernoulli"``, ``solver="map"``) is accepted by the
   estimator and mapped by :func:`renamed_option`.
 
@@ -19,6 +20,28 @@ import warnings
 
 #: The release in which the deprecated names go away.
 REMOVED_IN = "0.2"
+
+#: Old class names of the solvers (before issue 21) and their new names.
+RENAMED_CLASSES = {
+    "AcceleratedGibbs": "AcceleratedIBP",
+    "CollapsedGibbs": "CollapsedIBP",
+    "UncollapsedGibbs": "UncollapsedIBP",
+    "SemiCollapsedGibbs": "SemiCollapsedIBP",
+    "SliceSampler": "SliceIBP",
+    "SemiOrderedSliceSampler": "SemiOrderedSliceIBP",
+    "TruncatedGibbs": "TruncatedGibbsIBP",
+    "ApproximateGibbs": "ApproximateGibbsIBP",
+    "MetropolisGibbs": "MetropolisIBP",
+    "ParticleFilter": "ParticleIBP",
+    "ParallelTempering": "TemperingIBP",
+    "MapClimb": "MapClimbIBP",
+    "ParallelAccelerated": "ParallelAcceleratedIBP",
+    "ParallelNoisyOr": "ParallelNoisyOrIBP",
+    "CollapsedDPGibbs": "CollapsedDP",
+    "DistanceDependentGibbs": "GibbsDDIBP",
+    "HierarchyGibbs": "GibbsHierarchy",
+    "EBASliceSampler": "SliceEBA",
+}
 
 
 def renamed_option(value, renamed: dict, argument: str, *, warn: bool = True):
@@ -38,21 +61,22 @@ def renamed_option(value, renamed: dict, argument: str, *, warn: bool = True):
     return new
 
 
-def class_aliases(module_name: str, renamed: dict):
-    """A module ``__getattr__`` resolving the old class names in ``renamed`` (``{old
-    name: new name}``) to the module's new classes, with a ``FutureWarning`` naming the
-    new one; any other missing name raises ``AttributeError`` as usual."""
+def class_aliases(module_name: str):
+    """A module ``__getattr__`` resolving the old names (:data:`RENAMED_CLASSES`) of the
+    classes the module holds to those classes, with a ``FutureWarning`` naming the new
+    one; any other missing name raises ``AttributeError`` as usual."""
 
     def __getattr__(name):
-        if name in renamed:
-            new = renamed[name]
+        module = sys.modules[module_name]
+        new = RENAMED_CLASSES.get(name)
+        if new is not None and new in vars(module):
             warnings.warn(
                 f"{name} is deprecated and will be removed in {REMOVED_IN}; use {new} "
                 "(the same class, renamed).",
                 FutureWarning,
                 stacklevel=2,
             )
-            return getattr(sys.modules[module_name], new)
+            return vars(module)[new]
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")
 
     return __getattr__

@@ -16,7 +16,4 @@ PARALLEL_SOLVERS = {
 __all__ = ["PARALLEL_SOLVERS", "ParallelAcceleratedIBP", "ParallelNoisyOrIBP", "WorkersLostError"]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {
-    "ParallelAccelerated": "ParallelAcceleratedIBP",
-    "ParallelNoisyOr": "ParallelNoisyOrIBP",
-})
+__getattr__ = class_aliases(__name__)

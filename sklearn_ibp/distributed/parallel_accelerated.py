@@ -562,4 +562,4 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         self._mark_refresh(state)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"ParallelAccelerated": "ParallelAcceleratedIBP"})
+__getattr__ = class_aliases(__name__)

@@ -429,4 +429,4 @@ class ParallelNoisyOrIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Explic
         return state.stats["n_zero"].copy(), state.stats["n_one"].copy()
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"ParallelNoisyOr": "ParallelNoisyOrIBP"})
+__getattr__ = class_aliases(__name__)

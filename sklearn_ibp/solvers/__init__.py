@@ -20,6 +20,7 @@ The data-parallel solvers live in :mod:`sklearn_ibp.distributed`; this registry 
 as ``PARALLEL_SOLVERS`` (imported on first use).
 """
 
+from .._deprecation import RENAMED_CLASSES as _RENAMED_CLASSES
 from .._deprecation import class_aliases
 from . import _moved, _protocol
 from ._protocol import (
@@ -123,27 +124,7 @@ EBA_SOLVERS = _view("eba", lambda cls: True)
 #: still finds its solver) and accepted with a FutureWarning until they are removed.
 RENAMED_SOLVERS = {"map": "map_climb"}
 
-#: Old class names (before issue 21) of the solvers, importable from here with a
-#: FutureWarning naming the new one until they are removed.
-RENAMED_CLASSES = {
-    "AcceleratedGibbs": "AcceleratedIBP",
-    "CollapsedGibbs": "CollapsedIBP",
-    "UncollapsedGibbs": "UncollapsedIBP",
-    "SemiCollapsedGibbs": "SemiCollapsedIBP",
-    "SliceSampler": "SliceIBP",
-    "SemiOrderedSliceSampler": "SemiOrderedSliceIBP",
-    "TruncatedGibbs": "TruncatedGibbsIBP",
-    "ApproximateGibbs": "ApproximateGibbsIBP",
-    "MetropolisGibbs": "MetropolisIBP",
-    "ParticleFilter": "ParticleIBP",
-    "ParallelTempering": "TemperingIBP",
-    "MapClimb": "MapClimbIBP",
-    "CollapsedDPGibbs": "CollapsedDP",
-    "DistanceDependentGibbs": "GibbsDDIBP",
-    "HierarchyGibbs": "GibbsHierarchy",
-    "EBASliceSampler": "SliceEBA",
-}
-_renamed_class = class_aliases(__name__, RENAMED_CLASSES)
+_renamed_class = class_aliases(__name__)
 
 
 def __getattr__(name):
@@ -212,3 +193,7 @@ __all__ = [
     "FiniteVariationalIBP",
     "VariationalIBP",
 ]
+
+#: Old class names (before issue 21) of the solvers exported here, importable with a
+#: FutureWarning naming the new one until they are removed.
+RENAMED_CLASSES = {old: new for old, new in _RENAMED_CLASSES.items() if new in __all__}

@@ -7,4 +7,4 @@ from .ddibp_gibbs import GibbsDDIBP
 __all__ = ["GibbsDDIBP"]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"DistanceDependentGibbs": "GibbsDDIBP"})
+__getattr__ = class_aliases(__name__)

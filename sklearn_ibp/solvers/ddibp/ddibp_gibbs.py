@@ -222,4 +222,4 @@ class GibbsDDIBP(BaseIBPSolver):
 
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"DistanceDependentGibbs": "GibbsDDIBP"})
+__getattr__ = class_aliases(__name__)

@@ -28,4 +28,4 @@ __all__ = [
 ]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"CollapsedDPGibbs": "CollapsedDP"})
+__getattr__ = class_aliases(__name__)

@@ -287,4 +287,4 @@ class CollapsedDP(BaseDPSolver):
         return out
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"CollapsedDPGibbs": "CollapsedDP"})
+__getattr__ = class_aliases(__name__)

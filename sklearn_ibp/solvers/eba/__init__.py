@@ -7,4 +7,4 @@ from .eba_slice import EBAState, SliceEBA
 __all__ = ["SliceEBA", "EBAState"]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"EBASliceSampler": "SliceEBA"})
+__getattr__ = class_aliases(__name__)

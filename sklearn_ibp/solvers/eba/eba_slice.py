@@ -405,4 +405,4 @@ class SliceEBA(Solver):
 
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"EBASliceSampler": "SliceEBA"})
+__getattr__ = class_aliases(__name__)

@@ -7,4 +7,4 @@ from .hierarchy_gibbs import GibbsHierarchy, HierarchyState
 __all__ = ["GibbsHierarchy", "HierarchyState"]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"HierarchyGibbs": "GibbsHierarchy"})
+__getattr__ = class_aliases(__name__)

@@ -717,4 +717,4 @@ def _sample_q(state: HierarchyState, rng) -> float:
 
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"HierarchyGibbs": "GibbsHierarchy"})
+__getattr__ = class_aliases(__name__)

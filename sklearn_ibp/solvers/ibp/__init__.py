@@ -21,9 +21,4 @@ __all__ = [
 
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {
-    "AcceleratedGibbs": "AcceleratedIBP",
-    "CollapsedGibbs": "CollapsedIBP",
-    "UncollapsedGibbs": "UncollapsedIBP",
-    "SemiCollapsedGibbs": "SemiCollapsedIBP",
-})
+__getattr__ = class_aliases(__name__)

@@ -191,4 +191,4 @@ class AcceleratedIBP(BaseIBPSolver):
         return state.stats["mean"][:K].copy(), state.stats["cov"][:K, :K].copy()
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"AcceleratedGibbs": "AcceleratedIBP"})
+__getattr__ = class_aliases(__name__)

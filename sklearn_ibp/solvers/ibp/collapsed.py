@@ -96,4 +96,4 @@ class CollapsedIBP(BaseIBPSolver):
         return state.stats["gram"][:K, :K].copy(), state.stats["cross"][:K].copy()
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"CollapsedGibbs": "CollapsedIBP"})
+__getattr__ = class_aliases(__name__)

@@ -29,4 +29,4 @@ class SemiCollapsedIBP(UncollapsedIBP):
     _integrate_new = True
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"SemiCollapsedGibbs": "SemiCollapsedIBP"})
+__getattr__ = class_aliases(__name__)

@@ -111,4 +111,4 @@ class UncollapsedIBP(BaseIBPSolver):
         state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"UncollapsedGibbs": "UncollapsedIBP"})
+__getattr__ = class_aliases(__name__)

@@ -29,13 +29,4 @@ __all__ = [
 ]
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {
-    "SliceSampler": "SliceIBP",
-    "SemiOrderedSliceSampler": "SemiOrderedSliceIBP",
-    "TruncatedGibbs": "TruncatedGibbsIBP",
-    "ApproximateGibbs": "ApproximateGibbsIBP",
-    "MetropolisGibbs": "MetropolisIBP",
-    "ParticleFilter": "ParticleIBP",
-    "ParallelTempering": "TemperingIBP",
-    "MapClimb": "MapClimbIBP",
-})
+__getattr__ = class_aliases(__name__)

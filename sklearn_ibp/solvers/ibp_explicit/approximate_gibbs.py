@@ -90,4 +90,4 @@ class ApproximateGibbsIBP(_RowwiseExplicitSolver):
         return K, int(position)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"ApproximateGibbs": "ApproximateGibbsIBP"})
+__getattr__ = class_aliases(__name__)

@@ -382,4 +382,4 @@ def _noisy_or_noise_mode(likelihood, state, params, mask):
     return {**params, "epsilon": eps, "lambda": lam}
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"MapClimb": "MapClimbIBP"})
+__getattr__ = class_aliases(__name__)

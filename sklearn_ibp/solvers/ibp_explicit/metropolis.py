@@ -239,4 +239,4 @@ class MetropolisIBP(_RowwiseExplicitSolver):
         return K, int(position)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"MetropolisGibbs": "MetropolisIBP"})
+__getattr__ = class_aliases(__name__)

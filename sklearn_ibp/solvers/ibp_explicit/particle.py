@@ -307,4 +307,4 @@ class ParticleIBP(_RowwiseExplicitSolver):
 
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"ParticleFilter": "ParticleIBP"})
+__getattr__ = class_aliases(__name__)

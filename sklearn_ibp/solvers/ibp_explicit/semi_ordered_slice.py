@@ -368,4 +368,4 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
                                                prior_shape=shape, prior_rate=rate)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"SemiOrderedSliceSampler": "SemiOrderedSliceIBP"})
+__getattr__ = class_aliases(__name__)

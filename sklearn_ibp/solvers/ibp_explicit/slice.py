@@ -283,4 +283,4 @@ class SliceIBP(ExplicitFeatureSolver):
             prior_rate=rate)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"SliceSampler": "SliceIBP"})
+__getattr__ = class_aliases(__name__)

@@ -522,4 +522,4 @@ class TemperingIBP(ExplicitFeatureSolver):
         return self._record(state).solver.log_joint(state, likelihood)
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"ParallelTempering": "TemperingIBP"})
+__getattr__ = class_aliases(__name__)

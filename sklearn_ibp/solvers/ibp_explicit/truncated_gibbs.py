@@ -229,4 +229,4 @@ class TruncatedGibbsIBP(ExplicitFeatureSolver):
             prior_rate=float(prior[1]))
 
 #: Old class names (before issue 21), importable with a FutureWarning naming the new one.
-__getattr__ = class_aliases(__name__, {"TruncatedGibbs": "TruncatedGibbsIBP"})
+__getattr__ = class_aliases(__name__)
