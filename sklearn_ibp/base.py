@@ -16,18 +16,19 @@ from numbers import Integral
 
 import numpy as np
 from joblib import Parallel, delayed, effective_n_jobs
-from sklearn.base import BaseEstimator
+from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
+from ._deprecation import renamed_option
 from .exceptions import NoFeaturesWarning, SamplingInterruptedWarning, SamplingStoppedError
+from .solvers import RENAMED_SOLVERS, get_solver
+from .solvers.ibp._base import TRACE_NAMES
 
 __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
            "SamplingStoppedError", "TRACE_NAMES"]
 
-#: The scalar traces recorded at every iteration of every chain.
-TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
 
 #: The parameters of the sampling loop, declared once: their constraints. Every sampling
@@ -151,13 +152,13 @@ def _progress(total, verbose, desc):
     return tqdm(total=total, desc=desc, leave=True)
 
 
-def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in):
+def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names):
     """Run one chain in a joblib worker; return the chain and its traces and samples.
 
     Module-level so that it pickles by reference. BLAS is limited to one thread as in the
     sequential loop, so both paths make the same floating-point operations.
     """
-    traces = {name: np.full(estimator.n_iter, np.nan) for name in estimator._trace_names}
+    traces = {name: np.full(estimator.n_iter, np.nan) for name in names}
     samples = []
     with threadpool_limits(limits=1, user_api="blas"):
         estimator._sample_chain(solver, chain, c, missing, burn_in, traces, samples)
@@ -186,9 +187,29 @@ class BaseIBPSampler(BaseEstimator):
         self.random_state = random_state
         self.verbose = verbose
 
-    # -- hooks a subclass provides ------------------------------------------------------
-    def _resolve_solver(self):  # pragma: no cover - abstract
-        raise NotImplementedError
+    # -- the solver ---------------------------------------------------------------------
+    #: The model whose solvers the estimator takes: the registry's key (see
+    #: :data:`sklearn_ibp.solvers.MODELS`).
+    _solver_model: str = ""
+
+    def _new_solver(self, solver=None):
+        """A new solver for a fit: the registered class a name (``solver`` by default)
+        names, an old name with a ``FutureWarning``, or a clone of a solver object (the
+        user's object is never changed by a fit)."""
+        solver = self.solver if solver is None else solver
+        if isinstance(solver, str):
+            name = renamed_option(solver, RENAMED_SOLVERS, "solver")
+            return get_solver(self._solver_model, name)()
+        # safe=False: an object without get_params (a duck-typed collapsed IBP solver) is
+        # deep-copied.
+        return clone(solver, safe=False)
+
+    def _resolve_solver(self):
+        """The solver of a new fit, its parameters validated (an estimator adds the checks
+        of its model)."""
+        solver = self._new_solver()
+        solver._validate_params()
+        return solver
 
     def _burn_in(self) -> int:
         burn_in = self.n_iter // 2 if self.burn_in is None else self.burn_in
@@ -251,7 +272,10 @@ class BaseIBPSampler(BaseEstimator):
             samples = []
             old_traces = None
         n_chains = len(chains)
-        traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in self._trace_names}
+        # The solver names the traces (the likelihood's parameters, say) for the chains'
+        # shared context; every chain records the same ones.
+        trace_names = solver.trace_names(*self._solver_context(chains[0]["state"]))
+        traces = {name: np.full((n_chains, self.n_iter), np.nan) for name in trace_names}
         # More workers than chains would only be started to idle.
         n_jobs = min(effective_n_jobs(getattr(self, "n_jobs", None)), n_chains)
         parallel = n_jobs > 1
@@ -299,7 +323,8 @@ class BaseIBPSampler(BaseEstimator):
             # Interrupted during burn-in: keep the current state of each started chain.
             for c, chain in enumerate(chains):
                 state = chain["state"]
-                samples.append(self._snapshot(state, c, self._log_joint(solver, state)))
+                samples.append(self._snapshot(solver, state, c,
+                                              self._log_joint(solver, state)))
                 if np.isnan(traces["log_joint"][c]).all():
                     break
         if old_traces is not None:
@@ -313,6 +338,21 @@ class BaseIBPSampler(BaseEstimator):
         self.traces_ = traces
         self.interrupted_ = interrupted
         self.n_iter_ = int(np.sum(~np.isnan(traces["log_joint"][0])))
+
+    def _run_variational(self, solver, *args):
+        """Fit a variational solver (``solver.fit(*args, rng)``, to convergence) and keep
+        its record as the chains' would be: one sample (the variational posterior), a
+        trace per quantity over the iterations, no burn-in. Returns the solver's state."""
+        rng = np.random.default_rng(_chain_seeds(self.random_state, 1)[0])
+        state = solver.fit(*args, rng)
+        self.traces_ = {name: np.asarray(values)[None, :]
+                        for name, values in solver.traces(state).items()}
+        self._trace_burn_in = 0
+        self.samples_ = [self._snapshot(solver, state, 0, solver.log_joint(state))]
+        self.n_iter_ = int(state.n_iter)
+        self.interrupted_ = False
+        self._chains = []
+        return state
 
     def _sample_chain(self, solver, chain, c, missing, burn_in, traces, samples, guard=None,
                       bar=None):
@@ -334,11 +374,11 @@ class BaseIBPSampler(BaseEstimator):
             if guard is not None:
                 guard[0] = None  # the state is whole again: nothing to undo
             log_joint = self._log_joint(solver, state)
-            values = self._trace_values(state, log_joint)
-            for name, value in zip(self._trace_names, values, strict=True):
+            values = solver.trace_values(state, log_joint, *self._solver_context(state))
+            for name, value in zip(traces, values, strict=True):
                 traces[name][it] = value
             if it >= burn_in and (it - burn_in) % self.thin == 0:
-                samples.append(self._snapshot(state, c, log_joint))
+                samples.append(self._snapshot(solver, state, c, log_joint))
             if bar is not None:
                 bar.update(1)
                 bar.set_postfix(chain=c, K=values[1], log_joint=f"{log_joint:.1f}")
@@ -367,7 +407,7 @@ class BaseIBPSampler(BaseEstimator):
         # leave its half-updated state in ``chains``.
         jobs = (
             delayed(_sample_chain_in_worker)(
-                worker_self, solver, copy.deepcopy(chain), c, missing, burn_in
+                worker_self, solver, copy.deepcopy(chain), c, missing, burn_in, tuple(traces)
             )
             for c, chain in enumerate(chains)
         )
@@ -386,38 +426,36 @@ class BaseIBPSampler(BaseEstimator):
         """One iteration of a chain: the solver's sweep, then its :meth:`update_state`
         (hyperparameters and missing entries), each with the estimator's context and
         options (see :meth:`_solver_context` and :meth:`_update_options`)."""
-        context = self._solver_context()
+        context = self._solver_context(state)
         solver.sweep(state, *context, rng)
         solver.update_state(state, *context, rng, missing=missing, **self._update_options())
 
-    def _solver_context(self) -> tuple:
+    def _solver_context(self, state) -> tuple:
         """The observation model the solver's methods take between ``state`` and ``rng``
-        (its :attr:`~sklearn_ibp.solvers.Solver.context`): none by default."""
+        (its :attr:`~sklearn_ibp.solvers.Solver.context`) for a chain's state: none by
+        default."""
         return ()
 
     def _update_options(self) -> dict:
         """Keyword arguments of the solver's ``update_state`` besides ``missing``."""
         return {"sample_hyperparameters": self.sample_hyperparameters}
 
-    # -- hooks of the estimator's model --------------------------------------------------
-    #: The scalar traces recorded at every iteration: their names (see _trace_values).
-    _trace_names: tuple = ()
-
-    def _trace_values(self, state, log_joint):  # pragma: no cover - abstract
-        """The values of :attr:`_trace_names` for a state."""
-        raise NotImplementedError
-
+    # -- what the loop asks the solver, with the estimator's context -------------------
     def _initialize_chain(self, solver, X, hyper, init, rng):
         """A new chain's state; ``init(rng)`` draws its starting point."""
         return solver.initialize(X, init(rng), hyper, rng)
 
-    def _log_joint(self, solver, state) -> float:  # pragma: no cover - abstract
+    def _log_joint(self, solver, state) -> float:
         """Log joint probability of the state (the trace ``log_joint``)."""
-        raise NotImplementedError
+        return solver.log_joint(state, *self._solver_context(state))
 
-    def _snapshot(self, state, chain, log_joint):  # pragma: no cover - abstract
-        """What is kept of a state as a sample (a dict with ``log_joint`` and ``chain``)."""
-        raise NotImplementedError
+    def _snapshot(self, solver, state, chain, log_joint):
+        """What is kept of a state as a sample: the solver's snapshot, with the sample's
+        ``log_joint`` and ``chain``."""
+        sample = solver.snapshot(state, *self._solver_context(state), chain=chain)
+        sample["log_joint"] = float(log_joint)
+        sample["chain"] = chain
+        return sample
 
     def convergence_summary(self, burn_in=None):
         """Post-burn-in mean, sd, ESS, R-hat and hairiness of every scalar trace.

@@ -7,7 +7,7 @@ from numbers import Integral, Real
 import numpy as np
 from sklearn.base import _fit_context
 from sklearn.metrics import pairwise_distances
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
 from ..priors.ddibp import (
@@ -18,14 +18,10 @@ from ..priors.ddibp import (
     pairwise_distances_for_ddibp,
 )
 from ..priors.ibp import as_random_source
-from ..solvers import SolverNameOptions
-from .factor_analysis import SOLVER_METHODS, IBPFactorAnalysis, _check_missing_pattern
+from ..solvers import SolverNameOptions, SolverOf
+from .factor_analysis import IBPFactorAnalysis, _check_missing_pattern
 
 __all__ = ["DistanceDependentIBP"]
-
-#: The methods a dd-IBP solver object must have: a collapsed solver's, and ``dishes``
-#: (the owners and links of a state's features).
-DDIBP_SOLVER_METHODS = (*SOLVER_METHODS, "dishes")
 
 
 class DistanceDependentIBP(IBPFactorAnalysis):
@@ -119,7 +115,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         "covariate_columns": ["array-like", None],
         "sequential": ["boolean"],
         "max_features": [Interval(Integral, 1, None, closed="left"), None],
-        "solver": [SolverNameOptions("ddibp"), HasMethods(list(DDIBP_SOLVER_METHODS))],
+        "solver": [SolverNameOptions("ddibp"), SolverOf("ddibp")],
     }
 
     def __init__(
@@ -164,12 +160,6 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
     beta = 1.0
     likelihood = "gaussian"
     _solver_model = "ddibp"
-
-    def _resolve_solver(self):
-        solver = self._new_solver()
-        if hasattr(solver, "_validate_params"):
-            solver._validate_params()
-        return solver
 
     def _validate_rows(self, X, *, reset):
         """``X`` as a float array. NaN marks a missing data entry; with
@@ -297,8 +287,6 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         hyper = {**self._starting_hyperparameters(Xc), "prior": self._prior}
         continuing = self.warm_start and hasattr(self, "_chains")
         solver = self._continued_solver() if continuing else self._resolve_solver()
-        # The loop's hooks below ask the solver for a state's dishes.
-        self._solver = solver
         self._run_chains(
             np.where(missing, 0.0, Xc), missing if missing.any() else None, hyper, solver,
             lambda rng: np.zeros((N, 0), dtype=np.int8),  # no features: births add them
@@ -310,16 +298,6 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         self.owners_ = best["owners"]
         self.connections_ = best["connections"]
         return self
-
-    # -- hooks of the sampling loop -------------------------------------------------------
-    def _log_prior(self, state) -> float:
-        owners, connections = self._solver.dishes(state)
-        return self._prior.log_prob(owners, connections, state.alpha)
-
-    def _snapshot(self, state, chain, log_joint):
-        sample = super()._snapshot(state, chain, log_joint)
-        sample["owners"], sample["connections"] = self._solver.dishes(state)
-        return sample
 
     # -- new rows -------------------------------------------------------------------------
     def _new_row_proximity(self, covariates, n_rows):

@@ -15,9 +15,8 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
 from ..likelihoods.normal_wishart import NormalWishartBase
-from ..priors.crp import crp_log_prob
 from ..priors.ibp import as_random_source
-from ..solvers import SolverNameOptions, check_solver_model, get_solver
+from ..solvers import SolverNameOptions, SolverOf
 from ..solvers.dp._dp_base import relabel
 from ..solvers.dp._dp_partition import partition_point_estimate
 
@@ -147,13 +146,11 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
                  HasMethods(["sample_prior", "log_likelihood", "sample_posterior"])],
         "component": [StrOptions({"gaussian", "factor_analyzer"})],
         "n_factors": [Interval(Integral, 1, None, closed="left"), None],
-        "solver": [SolverNameOptions("dp", extra={"auto"}), HasMethods(["initialize", "sweep"])],
+        "solver": [SolverNameOptions("dp", extra={"auto"}), SolverOf("dp")],
         "init": [StrOptions({"auto", "single", "kmeans"})],
         "point_estimate": [StrOptions({"vi", "binder", "best_sample"})],
         "sample_alpha": ["boolean"],
     }
-
-    _trace_names = ("log_joint", "n_clusters", "alpha")
 
     def __init__(
         self,
@@ -208,20 +205,19 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
     def _base_name(self, base):
         return getattr(base, "name", type(base).__name__)
 
+    _solver_model = "dp"
+
     def _resolve_solver(self, base=None):
         solver = self.solver
-        if isinstance(solver, str):
-            if solver == "auto":
-                solver = "split_merge" if getattr(base, "conjugate", False) else "auxiliary"
-            solver = get_solver("dp", solver)()
-        else:
-            check_solver_model(solver, "dp", type(self).__name__)
-            solver = copy.deepcopy(solver)
+        if solver == "auto":
+            solver = "split_merge" if getattr(base, "conjugate", False) else "auxiliary"
+        solver = self._new_solver(solver)
+        solver._validate_params()
         name = self._base_name(base)
         served = getattr(solver, "bases", None)
         if served is not None and name in (*BASES, "factor_analyzer") and name not in served:
             raise ValueError(
-                f"solver {getattr(solver, 'name', type(solver).__name__)!r} cannot serve the "
+                f"solver {solver.name!r} cannot serve the "
                 f"{name!r} base; it serves {list(served)}. The collapsed samplers need the "
                 "conjugate base."
             )
@@ -329,55 +325,13 @@ class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
         state.base = base
         return state
 
-    def _iterate(self, solver, state, rng, missing):
+    def _solver_context(self, state):
         # The base lives in the chain's state (each chain updates its own copy).
-        solver.sweep(state, state.base, rng)
-        solver.update_state(state, state.base, rng, missing=missing,
-                            **self._update_options())
+        return (state.base,)
 
     def _update_options(self):
         return {"sample_hyperparameters": self.sample_hyperparameters,
                 "sample_alpha": self.sample_alpha}
-
-    def _log_joint(self, solver, state) -> float:
-        """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters
-        integrated out), ``log p(c | alpha) + log p(X | c, theta)`` otherwise."""
-        base = state.base
-        log_joint = crp_log_prob(state.labels, state.alpha)
-        if getattr(base, "conjugate", False):
-            for k in range(state.n_clusters):
-                log_joint += base.log_marginal(state.X[state.labels == k])
-        else:
-            # Each row under its own cluster only: O(N D^2), not the (N, K) matrix.
-            params = solver.cluster_parameters(state, base, None)
-            for k in range(state.n_clusters):
-                rows = state.X[state.labels == k]
-                one = {name: value[k : k + 1] for name, value in params.items()}
-                log_joint += float(base.log_likelihood(rows, one).sum())
-        return float(log_joint)
-
-    def _trace_values(self, state, log_joint):
-        return (log_joint, state.n_clusters, state.alpha)
-
-    def _snapshot(self, state, chain, log_joint):
-        # A generator of the snapshot's own, so keeping a sample leaves the chain's
-        # random stream as it is.
-        state.n_snapshots = getattr(state, "n_snapshots", 0) + 1
-        params = self._solver_params(state, np.random.default_rng([chain, state.n_snapshots]))
-        return {
-            "labels": state.labels.copy(),
-            "alpha": float(state.alpha),
-            "params": {k: np.array(v, copy=True) for k, v in params.items()},
-            "hyperparameters": copy.deepcopy(state.base.hyperparameters()),
-            "log_joint": float(log_joint),
-            "chain": chain,
-        }
-
-    def _solver_params(self, state, rng):
-        # Represented parameters as they are; for collapsed solvers a posterior draw.
-        if state.params:
-            return {k: v[: state.n_clusters] for k, v in state.params.items()}
-        return state.base.sample_posterior_all(state.X, state.labels, state.n_clusters, rng)
 
     # -- predictions ----------------------------------------------------------------------
     def _sample_base(self, sample):

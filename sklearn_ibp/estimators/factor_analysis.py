@@ -11,16 +11,13 @@ from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
     TransformerMixin,
     _fit_context,
-    clone,
 )
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._deprecation import renamed_option
 from ..base import (
-    TRACE_NAMES,
     BaseIBPSampler,
-    _chain_seeds,
     document_loop_parameters,
     warn_no_features,
 )
@@ -31,17 +28,16 @@ from ..likelihoods import (
     RealWeightedGaussian,
 )
 from ..likelihoods.linear_gaussian import feature_posterior
-from ..priors.ibp import as_random_source, ibp_log_prob, sample_ibp
+from ..priors.ibp import as_random_source, sample_ibp
 from ..solvers import (
     RENAMED_SOLVERS,
     DuckTypedSolver,
     Solver,
     SolverNameOptions,
-    check_solver_model,
+    SolverOf,
     get_solver,
     registered_solvers,
 )
-from ..solvers.ibp_explicit.semi_ordered_slice import active_weights
 
 __all__ = ["IBPFactorAnalysis"]
 
@@ -52,11 +48,6 @@ SOLVER_METHODS = (
     "initialize", "sweep", "log_likelihood", "sample_features", "set_hyperparameters",
     "set_data",
 )
-#: The methods of a solver that keeps the features explicit (see
-#: :class:`sklearn_ibp.solvers.ExplicitFeatureSolver`).
-EXPLICIT_SOLVER_METHODS = ("initialize", "sweep", "sample_alpha", "log_joint")
-#: The methods of a variational solver (see :class:`sklearn_ibp.solvers.VariationalIBP`).
-VARIATIONAL_SOLVER_METHODS = ("fit", "e_step", "elbo")
 #: The observation models of ``likelihood=...`` as the explicit-feature solvers see them.
 LIKELIHOODS = {
     "gaussian": LinearGaussianFeatures,
@@ -75,35 +66,6 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _is_solver(solver_or_class) -> bool:
-    """Whether a solver (object or class) implements the protocol (:class:`Solver`)."""
-    cls = solver_or_class if isinstance(solver_or_class, type) else type(solver_or_class)
-    return issubclass(cls, Solver)
-
-
-def _is_explicit(solver) -> bool:
-    """Whether ``solver`` keeps ``A`` explicit: the protocol's flag; for a duck-typed
-    object, the interface of ``ExplicitFeatureSolver``."""
-    if _is_solver(solver):
-        return solver.explicit
-    return all(callable(getattr(solver, m, None)) for m in EXPLICIT_SOLVER_METHODS)
-
-
-def _is_variational(solver) -> bool:
-    """Whether ``solver`` is a variational one: the protocol's flag; for a duck-typed
-    object, the interface of ``VariationalIBP``."""
-    if _is_solver(solver):
-        return solver.variational
-    return all(callable(getattr(solver, m, None)) for m in VARIATIONAL_SOLVER_METHODS)
-
-
-def _flag(solver, name) -> bool:
-    """A capability flag of the protocol (False for a duck-typed object without it)."""
-    if _is_solver(solver):
-        return bool(getattr(solver, name))
-    return bool(getattr(solver, name, False))
-
-
 def _likelihood_class(likelihood: str, weights: str = "binary"):
     """The likelihood class of the estimator's ``likelihood`` and ``weights``."""
     if weights == "gaussian":
@@ -114,8 +76,7 @@ def _likelihood_class(likelihood: str, weights: str = "binary"):
 def _serves(solver_or_class, likelihood: str, weights: str = "binary") -> bool:
     """Whether a solver (object or class) serves the estimator's ``likelihood`` (with
     ``weights``)."""
-    names = getattr(solver_or_class, "likelihoods", ("gaussian",))
-    return _likelihood_class(likelihood, weights).name in names
+    return _likelihood_class(likelihood, weights).name in solver_or_class.likelihoods
 
 
 #: The docstring entry of ``sample_hyperparameters`` (the loop parameters' entries are shared,
@@ -332,13 +293,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         "sigma_a": [Interval(Real, 0, None, closed="neither"), None],
         "max_features": [Interval(Integral, 1, None, closed="left"), StrOptions({"auto"}),
                          None],
-        # Every method the sampling loop calls, so an incomplete solver object is refused
-        # up front with a message naming ``solver`` rather than failing mid-fit.
+        # A solver of this model, or (a duck-typed collapsed solver, wrapped in
+        # DuckTypedSolver) an object with every method the loop calls, so an incomplete
+        # or wrong-kind object is refused up front with a message naming ``solver``.
         "solver": [
             SolverNameOptions("ibp"),
+            SolverOf("ibp"),
             HasMethods(list(SOLVER_METHODS)),
-            HasMethods(list(EXPLICIT_SOLVER_METHODS)),
-            HasMethods(list(VARIATIONAL_SOLVER_METHODS)),
         ],
     }
 
@@ -381,21 +342,11 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         return tags
 
     # -- fitting ------------------------------------------------------------------------
-    #: The solvers ``solver`` names (a subclass with other solvers sets its own).
-    #: The model whose solvers this estimator takes (the registry's key).
     _solver_model = "ibp"
 
-    def _new_solver(self):
-        """A new solver: the registered one ``solver`` names, or a copy of the object (of
-        this estimator's model)."""
-        if isinstance(self.solver, str):
-            return get_solver(self._solver_model,
-                              renamed_option(self.solver, RENAMED_SOLVERS, "solver"))()
-        check_solver_model(self.solver, self._solver_model, type(self).__name__)
-        # safe=False: a duck-typed solver without get_params is deep-copied, so the
-        # user's object is never mutated by a fit.
-        solver = clone(self.solver, safe=False)
-        if not (_is_solver(solver) or _is_explicit(solver) or _is_variational(solver)):
+    def _new_solver(self, solver=None):
+        solver = super()._new_solver(solver)
+        if not isinstance(solver, Solver):
             # An object with the collapsed solvers' methods only: the protocol's other
             # methods come from an adapter.
             solver = DuckTypedSolver(solver)
@@ -414,7 +365,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def _resolve_solver(self):
         renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood")
         solver = self._new_solver()
-        name = getattr(solver, "name", type(solver).__name__)
+        name = solver.name
         if self._weights != "binary" and self._likelihood_name != "gaussian":
             raise ValueError(
                 f"weights={self._weights!r} needs likelihood='gaussian' (the real-weighted "
@@ -428,7 +379,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 f"solver={name!r} cannot serve likelihood={self.likelihood!r}"
                 f"{with_weights}; solvers that can: {servers}."
             )
-        if (_is_explicit(solver) or _is_variational(solver)) and self.beta != 1.0:
+        if (solver.explicit or solver.variational) and self.beta != 1.0:
             servers = self._solver_names(lambda cls: not (cls.explicit or cls.variational))
             raise ValueError(
                 f"beta={self.beta!r} (the two-parameter IBP) is served only by the solvers "
@@ -441,8 +392,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 "parameters are epsilon, lambda and p_a, learned from the data); got "
                 f"sigma_x={self.sigma_x!r}, sigma_a={self.sigma_a!r}."
             )
-        if hasattr(solver, "_validate_params"):
-            solver._validate_params()
+        solver._validate_params()
         if (getattr(solver, "backend", None) == "dask" and self.n_chains > 1
                 and effective_n_jobs(self.n_jobs) > 1):
             raise ValueError(
@@ -461,7 +411,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         class cannot continue them.
         """
         solver = self._solver
-        name = getattr(solver, "name", type(solver).__name__)
+        name = solver.name
         wanted = (get_solver(self._solver_model, renamed_option(
             self.solver, RENAMED_SOLVERS, "solver", warn=False))
             if isinstance(self.solver, str) else type(self.solver))
@@ -529,7 +479,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         # and adds them as the data support them; the others start from a draw of the
         # prior. A random start's features mix shapes that single-entry updates are slow
         # to take apart (the user guide's measurements).
-        empty_start = _flag(solver, "starts_empty")
+        empty_start = solver.starts_empty
 
         def init_Z(rng):
             if empty_start:
@@ -537,17 +487,18 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             return sample_ibp(N, alpha0, beta0, rng)
 
         self._variational = None
-        if _is_variational(solver):
+        self._explicit_likelihood = None
+        if solver.variational:
             if self.sigma_x is None:
                 # Coordinate ascent from a noise level as large as the data's loses every
                 # feature at once: start from the fixed-noise default (sec. 4.4).
                 hyper["sigma_x"] = 0.25 * float(np.nanstd(Xc)) or 0.25
-            self._fit_variational(solver, X_start, ~missing, hyper)
             self._solver = solver
+            self._fit_variational(solver, X_start, ~missing, hyper)
             self.mean_ = mean
             self._set_posterior(Xc)
             return self
-        if _is_explicit(solver):
+        if solver.explicit:
             lik = _likelihood_class(self._likelihood_name, self._weights)()
             lik.prior_variance = self._prior_variance
             observed = (~missing).astype(np.uint8)
@@ -562,7 +513,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             # Missing entries are left out of the likelihood, not imputed.
             self._run_chains(X_start, None, hyper, solver, init_Z)
         else:
-            self._explicit_likelihood = None
             self._run_chains(X_start, missing if missing.any() else None, hyper, solver,
                              init_Z)
         self._solver = solver
@@ -578,13 +528,13 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         that cannot honour it.
         """
         bound = getattr(self, "max_features", None)
-        can_bound = _flag(solver, "can_bound_features")
+        can_bound = solver.can_bound_features
         if bound is None:
             return None
         if isinstance(bound, str):  # "auto"
             return int(n_columns) if can_bound else None
         if not can_bound:
-            name = getattr(solver, "name", type(solver).__name__)
+            name = solver.name
             servers = self._solver_names(lambda cls: cls.can_bound_features)
             raise ValueError(
                 f"max_features={bound!r} needs a solver that can bound the number of "
@@ -633,15 +583,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
                 params["rate"] = 1.0 / float(self.sigma_a)
         return params
 
-    # -- the loop's hooks for the solvers that keep A explicit --------------------------
-    @property
-    def _trace_names(self):
-        if not self._explicit():
-            return TRACE_NAMES
-        return ("log_joint", "n_features", "alpha") + tuple(
-            _likelihood_class(self._likelihood_name, self._weights).parameter_names
-        )
-
+    # -- the loop's hooks ---------------------------------------------------------------
     def _explicit(self) -> bool:
         return getattr(self, "_explicit_likelihood", None) is not None
 
@@ -654,13 +596,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """Whether the fitted model is the real-weighted one."""
         return self._weights == "gaussian"
 
-    def _trace_values(self, state, log_joint):
-        if not self._explicit():
-            return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
-        params = tuple(float(state.params[name]) for name in
-                       self._explicit_likelihood.parameter_names)
-        return (log_joint, state.n_features, state.alpha) + params
-
     def _initialize_chain(self, solver, X, hyper, init, rng):
         if not self._explicit():
             return super()._initialize_chain(solver, X, hyper, init, rng)
@@ -671,7 +606,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         A = lik.sample_features(X, observed, Z, A, params, rng)
         return solver.initialize(X, observed, Z, A, hyper["alpha"], params, lik, rng)
 
-    def _solver_context(self):
+    def _solver_context(self, state):
         # The solvers that keep A explicit take the likelihood object.
         return (self._explicit_likelihood,) if self._explicit() else ()
 
@@ -680,15 +615,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         if not self._explicit():
             options["precision_prior_rate"] = self._precision_prior_rate()
         return options
-
-    def _log_joint(self, solver, state) -> float:
-        if not self._explicit():
-            return self._log_prior(state) + solver.log_likelihood(state)
-        return solver.log_joint(state, self._explicit_likelihood)
-
-    def _log_prior(self, state) -> float:
-        """Log prior probability of the state's feature matrix (the IBP, eq. 2.1 / C.1)."""
-        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
 
     def _precision_prior_rate(self) -> float:
         """Rate ``v`` of the Gamma(1, v) priors on ``1 / sigma_x^2`` and ``1 / sigma_a^2``.
@@ -704,69 +630,24 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """
         return float(getattr(self, "_prior_variance", 1.0))
 
-    def _snapshot(self, state, chain, log_joint):
-        if not self._explicit():
-            # Its live Z (int8) and scalar values.
-            return {
-                "Z": state.active_Z.copy(),
-                "alpha": state.alpha,
-                "sigma_x": state.sigma_x,
-                "sigma_a": state.sigma_a,
-                "log_joint": float(log_joint),
-                "chain": chain,
-            }
-        sample = {
-            "Z": state.active_Z.copy(),
-            "A": state.active_A.copy(),
-            "alpha": state.alpha,
-            "params": {k: np.copy(v) if np.ndim(v) else float(v)
-                       for k, v in state.params.items()},
-            "log_joint": float(log_joint),
-            "chain": chain,
-        }
-        if self._weighted():
-            sample["W"] = active_weights(state).copy()
-        return sample
-
     # -- variational inference -------------------------------------------------------------
     def _fit_variational(self, solver, X, observed, hyper):
         """Coordinate ascent of the variational solver (``n_init`` restarts on the
-        solver); the fitted record in the sampler's attributes: one sample (the
-        variational posterior), traces of the ELBO (as ``log_joint``) and the
-        hyperparameters per iteration."""
+        solver), recorded by the loop's :meth:`_run_variational`, and the ELBO's record."""
         if not self.sample_hyperparameters and getattr(solver, "update_hyperparameters",
                                                        False):
             solver.set_params(update_hyperparameters=False)
-        rng = np.random.default_rng(_chain_seeds(self.random_state, 1)[0])
-        state = solver.fit(X, observed.astype(np.float64), hyper["alpha"],
-                           hyper["sigma_x"], hyper["sigma_a"], rng)
+        state = self._run_variational(solver, X, observed.astype(np.float64), hyper["alpha"],
+                                      hyper["sigma_x"], hyper["sigma_a"])
         self._variational = state
-        hyper_trace = np.asarray(state.hyper_trace, dtype=float).reshape(-1, 3)
-        kept = self._variational_features()
-        self.traces_ = {
-            "log_joint": np.asarray(state.elbo_trace)[None, :],
-            "n_features": np.full((1, state.n_iter), float(kept.size)),
-            "alpha": hyper_trace[None, :, 0],
-            "sigma_x": hyper_trace[None, :, 1],
-            "sigma_a": hyper_trace[None, :, 2],
-        }
-        self._trace_burn_in = 0
-        self.samples_ = [{
-            "Z": (state.nu[:, kept] > 0.5).astype(np.int8),
-            "alpha": state.alpha, "sigma_x": state.sigma_x, "sigma_a": state.sigma_a,
-            "log_joint": float(state.elbo), "chain": 0,
-        }]
         self.elbo_ = float(state.elbo)
         self.elbo_trace_ = np.asarray(state.elbo_trace)
         self.elbo_time_ = np.asarray(state.time_trace)
-        self.n_iter_ = int(state.n_iter)
         self.converged_ = bool(state.converged)
-        self.interrupted_ = False
-        self._chains = []
 
     def _variational_features(self):
-        """The features of the truncation that some row uses: ``sum_n nu_nk >= 0.5``."""
-        return np.flatnonzero(self._variational.nu.sum(axis=0) >= 0.5)
+        """The features of the truncation that some row uses."""
+        return self._solver.used_features(self._variational)
 
     def _set_variational_posterior(self):
         state = self._variational

@@ -6,21 +6,20 @@ from __future__ import annotations
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import ClassifierMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval
+from sklearn.base import ClassifierMixin, _fit_context
+from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods.choice import (
     check_outcomes,
     check_pairs,
-    eba_probabilities,
     pairs_from_win_counts,
     win_counts_from_pairs,
 )
 from ..priors.ibp import sample_ibp
 from ..solvers import EBA_SOLVERS as _EBA_SOLVERS
-from ..solvers import SolverNameOptions, check_solver_model, get_solver
+from ..solvers import SolverNameOptions, SolverOf
 
 __all__ = ["InfiniteEBA"]
 
@@ -169,7 +168,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         "weight_shape": [Interval(Real, 0, None, closed="neither")],
         "n_alternatives": [Interval(Integral, 2, None, closed="left"), None],
         "unique_aspects": ["boolean"],
-        "solver": [SolverNameOptions("eba"), HasMethods(["initialize", "sweep"])],
+        "solver": [SolverNameOptions("eba"), SolverOf("eba")],
         "sample_alpha": ["boolean"],
     }
 
@@ -212,19 +211,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         return tags
 
     # -- the sampling loop's hooks -------------------------------------------------------
-    def _resolve_solver(self):
-        if isinstance(self.solver, str):
-            return get_solver("eba", self.solver)()
-        check_solver_model(self.solver, "eba", type(self).__name__)
-        return clone(self.solver)
-
-    _trace_names = ("log_joint", "log_likelihood", "n_features", "alpha", "acceptance",
-                    "eta")
-
-    def _trace_values(self, state, log_joint):
-        log_lik = state.log_likelihood()
-        return (log_joint, log_lik, state.n_features, state.alpha, state.acceptance,
-                float(np.exp(state.log_eta)))
+    _solver_model = "eba"
 
     def _initialize_chain(self, solver, wins, hyper, init, rng):
         # Görür 2007, sec. 4.5.3: Z and the weights start from their priors; the solver
@@ -252,23 +239,6 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     def _update_options(self):
         # sample_alpha plays the part of sample_hyperparameters.
         return {"sample_hyperparameters": self.sample_alpha}
-
-    def _log_joint(self, solver, state) -> float:
-        return solver.log_joint(state)
-
-    def _snapshot(self, state, chain, log_joint):
-        Z = state.active_Z.copy()
-        weights = state.weights.copy()
-        unique = state.unique.copy()
-        return {
-            "Z": Z,
-            "weights": weights,
-            "unique_weights": unique,
-            "probabilities": eba_probabilities(Z, weights, unique, state.lapse),
-            "alpha": state.alpha,
-            "log_joint": float(log_joint),
-            "chain": chain,
-        }
 
     # -- fitting ------------------------------------------------------------------------
     @_fit_context(prefer_skip_nested_validation=True)

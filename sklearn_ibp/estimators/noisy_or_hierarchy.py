@@ -7,14 +7,14 @@ import warnings
 from numbers import Integral, Real
 
 import numpy as np
-from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context, clone
-from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
+from sklearn.base import ClassNamePrefixFeaturesOutMixin, TransformerMixin, _fit_context
+from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
-from ..solvers import SolverNameOptions, check_solver_model, get_solver
+from ..solvers import SolverNameOptions, SolverOf
 from ..solvers.hierarchy import GibbsHierarchy
 from .factor_analysis import _check_missing_pattern
 
@@ -211,8 +211,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         "alpha_features": [Interval(Real, 0, None, closed="neither")],
         "likelihood": [StrOptions(set(LIKELIHOODS) | {"auto"} | set(RENAMED_LIKELIHOODS),
                                   deprecated=set(RENAMED_LIKELIHOODS))],
-        "solver": [SolverNameOptions("hierarchy"),
-                   HasMethods(["sweep_structure", "sample_features"])],
+        "solver": [SolverNameOptions("hierarchy"), SolverOf("hierarchy")],
         "init_iter": [Interval(Integral, 0, None, closed="left")],
     }
 
@@ -255,22 +254,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         return tags
 
     # -- fitting ------------------------------------------------------------------------
-    def _resolve_solver(self):
-        if isinstance(self.solver, str):
-            return get_solver("hierarchy", self.solver)()
-        check_solver_model(self.solver, "hierarchy", type(self).__name__)
-        return clone(self.solver)
-
-    @property
-    def _trace_names(self):
-        names = ("log_joint", "n_features", "n_categories", "alpha_categories",
-                 "alpha_features", "q")
-        return names + tuple(LIKELIHOODS[self.likelihood_].parameter_names)
-
-    def _trace_values(self, state, log_joint):
-        params = tuple(float(state.params[name]) for name in self._likelihood.parameter_names)
-        return (log_joint, state.n_features, state.n_categories, state.alpha_c,
-                state.alpha_m, state.q) + params
+    _solver_model = "hierarchy"
 
     def _initialize_chain(self, solver, X, hyper, init, rng):
         lik = self._likelihood
@@ -288,31 +272,12 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         solver.convert(state, upper=self.upper, link=self.link)
         return state
 
-    def _solver_context(self):
+    def _solver_context(self, state):
         return (self._likelihood,)
 
     def _update_options(self):
         return {"sample_hyperparameters": self.sample_hyperparameters,
                 "hold": _HELD_PARAMETERS.get(self.likelihood_, ())}
-
-    def _log_joint(self, solver, state) -> float:
-        return solver.log_joint(state, self._likelihood)
-
-    def _snapshot(self, state, chain, log_joint):
-        C, M, Z, A = state.live
-        return {
-            "C": C.copy(),
-            "M": M.copy(),
-            "Z": Z.copy(),
-            "A": A.copy(),
-            "alpha_categories": state.alpha_c,
-            "alpha_features": state.alpha_m,
-            "q": state.q,
-            "params": {k: np.copy(v) if np.ndim(v) else float(v)
-                       for k, v in state.params.items()},
-            "log_joint": float(log_joint),
-            "chain": chain,
-        }
 
     @_fit_context(prefer_skip_nested_validation=True)
     def fit(self, X, y=None):

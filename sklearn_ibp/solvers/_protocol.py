@@ -22,10 +22,10 @@ from __future__ import annotations
 import copy
 
 from sklearn.base import BaseEstimator
-from sklearn.utils._param_validation import StrOptions
+from sklearn.utils._param_validation import HasMethods, StrOptions
 
-__all__ = ["MODELS", "Solver", "SolverNameOptions", "check_solver_model", "get_solver",
-           "register_solver", "registered_solvers", "solver_names"]
+__all__ = ["MODELS", "Solver", "SolverNameOptions", "SolverOf", "check_solver_model",
+           "get_solver", "register_solver", "registered_solvers", "solver_names"]
 
 #: The models a solver can serve, and the estimator that fits each.
 MODELS = {
@@ -157,11 +157,56 @@ class Solver(BaseEstimator):
         """
         raise NotImplementedError(f"{type(self).__name__} does not implement log_joint")
 
-    def snapshot(self, state) -> dict:
+    def trace_names(self, *args) -> tuple:
+        """The names of the scalar traces the loop records every iteration.
+
+        The first is always ``"log_joint"``; the default records nothing else.
+
+        Parameters
+        ----------
+        *args
+            The family's :attr:`context` object where it has one (the likelihood's
+            parameters are traced by name).
+
+        Returns
+        -------
+        names : tuple of str
+        """
+        return ("log_joint",)
+
+    def trace_values(self, state, log_joint, *args) -> tuple:
+        """The values of :meth:`trace_names` for ``state``, in that order.
+
+        Parameters
+        ----------
+        state : object
+            A state from :meth:`initialize`.
+        log_joint : float
+            What :meth:`log_joint` returned for it this iteration.
+        *args
+            The family's :attr:`context` object where it has one.
+
+        Returns
+        -------
+        values : tuple
+        """
+        return (log_joint,)
+
+    def snapshot(self, state, *args, chain=0) -> dict:
         """What is kept of a state as a posterior sample: copies of its arrays.
 
-        The default keeps a deep copy of the whole state; a family whose estimator keeps
-        less overrides it.
+        The loop adds the sample's ``"log_joint"`` and ``"chain"``. The default keeps a
+        deep copy of the whole state; each family keeps what its estimator needs.
+
+        Parameters
+        ----------
+        state : object
+            A state from :meth:`initialize`.
+        *args
+            The family's :attr:`context` object where it has one.
+        chain : int, default=0
+            The index of the chain (a family that draws something for the sample seeds
+            a generator of its own with it, leaving the chain's stream untouched).
 
         Returns
         -------
@@ -322,3 +367,31 @@ class SolverNameOptions(StrOptions):
     @options.setter
     def options(self, value):  # set by StrOptions.__init__; the registry is the truth
         pass
+
+
+class SolverOf(HasMethods):
+    """Parameter constraint: a :class:`Solver` object of ``model``.
+
+    A solver of another model (a DP sampler given to an IBP estimator) or an object that
+    is not a solver fails the estimator's parameter validation, whose message names
+    ``solver`` and lists what it takes, before any data is read. (A subclass of
+    scikit-learn's ``HasMethods``, the constraint kind its validation takes that is
+    closest to this one: an object with the protocol's methods.)
+
+    Parameters
+    ----------
+    model : str
+        A key of :data:`MODELS`.
+    """
+
+    def __init__(self, model):
+        super().__init__(["initialize", "sweep"])
+        _check_model(model)
+        self.model = model
+
+    def is_satisfied_by(self, val):
+        return isinstance(val, Solver) and val.model == self.model
+
+    def __str__(self):
+        return (f"a solver of the {self.model!r} model (an instance of a "
+                f"sklearn_ibp.solvers.Solver subclass with model={self.model!r})")

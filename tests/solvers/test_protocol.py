@@ -118,5 +118,7 @@ def test_a_solver_of_another_model_is_refused(make, fit_args, model):
      lambda: make_paris_rome(6, random_state=0)[:2], "eba"),
 ])
 def test_the_message_names_the_expected_model(make, fit_args, model):
-    with pytest.raises(ValueError, match=rf"solver must be a solver of the '{model}' model"):
+    # The estimator's parameter validation: "The 'solver' parameter of ... must be a str
+    # among {...} or a solver of the '<model>' model (...)".
+    with pytest.raises(ValueError, match=rf"'solver' parameter .* a solver of the '{model}' model"):
         make().fit(*fit_args())

@@ -100,6 +100,7 @@ class GibbsDDIBP(BaseIBPSolver):
         with np.errstate(divide="ignore"):
             log_no_link = np.log1p(-np.minimum(off_diagonal, 1.0)).sum(axis=0)
         state.stats.update(
+            prior=prior,
             max_features=prior.max_features,
             proximity=proximity,
             proximity_t=np.ascontiguousarray(proximity.T),
@@ -130,7 +131,7 @@ class GibbsDDIBP(BaseIBPSolver):
 
     # Statistics that no sweep writes (the proximities and what derives from them): a
     # checkpoint shares them instead of copying N x N arrays before every sweep.
-    _fixed_stats = ("proximity", "proximity_t", "cum_proximity", "h", "log_no_link",
+    _fixed_stats = ("prior", "proximity", "proximity_t", "cum_proximity", "h", "log_no_link",
                     "max_features")
 
     def checkpoint(self, state):
@@ -182,6 +183,17 @@ class GibbsDDIBP(BaseIBPSolver):
         K = state.n_features
         st = state.stats
         return st["owners"][:K].copy(), st["links"][:K].T.copy()
+
+    def log_prior(self, state: FeatureState) -> float:
+        """``log P(c*, C | alpha)`` of the state's dishes under the dd-IBP
+        (:meth:`DDIBPPrior.log_prob`)."""
+        return state.stats["prior"].log_prob(*self.dishes(state), state.alpha)
+
+    def snapshot(self, state: FeatureState, chain=0) -> dict:
+        """The collapsed snapshot, with the dishes' ``owners`` and ``connections``."""
+        sample = super().snapshot(state, chain=chain)
+        sample["owners"], sample["connections"] = self.dishes(state)
+        return sample
 
     # -- the sweep ------------------------------------------------------------------------
     def sweep(self, state: FeatureState, rng) -> None:

@@ -22,6 +22,7 @@ Contract
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -125,6 +126,48 @@ class BaseDPSolver(Solver):
             self.set_hyperparameters(state, base)
             if sample_alpha:
                 state.alpha = self.sample_alpha(state, rng)
+
+    # -- what the sampling loop records ---------------------------------------------------
+    def log_joint(self, state: MixtureState, base) -> float:
+        """``log p(c | alpha) + log p(X | c)`` for a conjugate base (the parameters
+        integrated out), ``log p(c | alpha) + log p(X | c, theta)`` otherwise."""
+        from ...priors.crp import crp_log_prob
+
+        log_joint = crp_log_prob(state.labels, state.alpha)
+        if getattr(base, "conjugate", False):
+            for k in range(state.n_clusters):
+                log_joint += base.log_marginal(state.X[state.labels == k])
+        else:
+            # Each row under its own cluster only: O(N D^2), not the (N, K) matrix.
+            params = self.cluster_parameters(state, base, None)
+            for k in range(state.n_clusters):
+                rows = state.X[state.labels == k]
+                one = {name: value[k : k + 1] for name, value in params.items()}
+                log_joint += float(base.log_likelihood(rows, one).sum())
+        return float(log_joint)
+
+    def trace_names(self, base) -> tuple:
+        return ("log_joint", "n_clusters", "alpha")
+
+    def trace_values(self, state: MixtureState, log_joint, base) -> tuple:
+        return (log_joint, state.n_clusters, state.alpha)
+
+    def snapshot(self, state: MixtureState, base, chain=0) -> dict:
+        """The labels, ``alpha``, the base's hyperparameters and every cluster's
+        parameters: the represented ones, or a draw from their posterior given the
+        clusters' rows (:meth:`BaseDPSolver.cluster_parameters`, whatever faster path a
+        solver has) from a generator of the snapshot's own, seeded by ``chain`` and the
+        number of snapshots so far, so keeping a sample leaves the chain's random stream
+        as it is."""
+        state.n_snapshots = getattr(state, "n_snapshots", 0) + 1
+        rng = np.random.default_rng([chain, state.n_snapshots])
+        params = BaseDPSolver.cluster_parameters(self, state, base, rng)
+        return {
+            "labels": state.labels.copy(),
+            "alpha": float(state.alpha),
+            "params": {k: np.array(v, copy=True) for k, v in params.items()},
+            "hyperparameters": copy.deepcopy(base.hyperparameters()),
+        }
 
     def set_hyperparameters(self, state: MixtureState, base) -> None:
         """Refresh whatever depends on the base's hyperparameters (after they changed)."""

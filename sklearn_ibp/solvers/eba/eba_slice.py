@@ -38,7 +38,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
-from ...likelihoods.choice import check_wins
+from ...likelihoods.choice import check_wins, eba_probabilities
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from .._protocol import Solver
 from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
@@ -377,6 +377,27 @@ class SliceEBA(Solver):
         """``log p(X | Z, w, u)`` of the individual comparisons (eq. 4.65 without the
         binomial coefficients)."""
         return state.log_likelihood()
+
+    def trace_names(self) -> tuple:
+        return ("log_joint", "log_likelihood", "n_features", "alpha", "acceptance", "eta")
+
+    def trace_values(self, state: EBAState, log_joint) -> tuple:
+        return (log_joint, state.log_likelihood(), state.n_features, state.alpha,
+                state.acceptance, float(np.exp(state.log_eta)))
+
+    def snapshot(self, state: EBAState, chain=0) -> dict:
+        """The live ``Z``, the weights of the aspects and of the unique aspects, the
+        choice probabilities they give (eq. 4.65) and ``alpha``."""
+        Z = state.active_Z.copy()
+        weights = state.weights.copy()
+        unique = state.unique.copy()
+        return {
+            "Z": Z,
+            "weights": weights,
+            "unique_weights": unique,
+            "probabilities": eba_probabilities(Z, weights, unique, state.lapse),
+            "alpha": state.alpha,
+        }
 
     def log_joint(self, state: EBAState) -> float:
         """``log p(X | Z, w, u) + log P([Z] | alpha) + log p(w) + log p(u)``."""

@@ -606,6 +606,33 @@ class GibbsHierarchy(Solver):
         if sample_hyperparameters:
             self.sample_hyperparameters(state, likelihood, rng, hold=hold)
 
+    def trace_names(self, likelihood) -> tuple:
+        """The sizes and hyperparameters of the hierarchy, then the likelihood's
+        parameters."""
+        return ("log_joint", "n_features", "n_categories", "alpha_categories",
+                "alpha_features", "q") + tuple(likelihood.parameter_names)
+
+    def trace_values(self, state: HierarchyState, log_joint, likelihood) -> tuple:
+        params = tuple(float(state.params[name]) for name in likelihood.parameter_names)
+        return (log_joint, state.n_features, state.n_categories, state.alpha_c,
+                state.alpha_m, state.q) + params
+
+    def snapshot(self, state: HierarchyState, likelihood, chain=0) -> dict:
+        """The live ``C``, ``M``, ``Z`` and ``A``, the hyperparameters and the
+        likelihood's parameters."""
+        C, M, Z, A = state.live
+        return {
+            "C": C.copy(),
+            "M": M.copy(),
+            "Z": Z.copy(),
+            "A": A.copy(),
+            "alpha_categories": state.alpha_c,
+            "alpha_features": state.alpha_m,
+            "q": state.q,
+            "params": {k: np.copy(v) if np.ndim(v) else float(v)
+                       for k, v in state.params.items()},
+        }
+
     @staticmethod
     def log_joint(state: HierarchyState, likelihood) -> float:
         """``log p(C, M, Z, A, X)`` at the current hyperparameters."""

@@ -27,11 +27,13 @@ from ...likelihoods.linear_gaussian import (
     log_marginal_likelihood_from_stats,
     sample_features_from_information,
 )
-from ...priors.ibp import harmonic_rate, sample_alpha_conditional
+from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from .._protocol import Solver
 
-__all__ = [
-    "DuckTypedSolver","BaseIBPSolver", "FeatureState"]
+__all__ = ["BaseIBPSolver", "DuckTypedSolver", "FeatureState", "TRACE_NAMES"]
+
+#: The scalar traces of a linear-Gaussian IBP chain, recorded at every iteration.
+TRACE_NAMES = ("log_joint", "n_features", "alpha", "sigma_x", "sigma_a")
 
 
 @dataclass
@@ -219,6 +221,30 @@ class BaseIBPSolver(Solver):
             gram, cross, float(np.sum(state.X**2)), N, D, state.sigma_x, state.sigma_a
         )
 
+    def log_prior(self, state: FeatureState) -> float:
+        """Log prior probability of the state's feature matrix: the IBP's (eq. 2.1 /
+        C.1 of Doshi-Velez 2009; a solver of another prior overrides it)."""
+        return ibp_log_prob(state.active_Z, state.alpha, state.beta)
+
+    def log_joint(self, state: FeatureState) -> float:
+        """``log p(Z | alpha) + log p(X | Z)``: the trace ``log_joint``."""
+        return self.log_prior(state) + self.log_likelihood(state)
+
+    def trace_names(self) -> tuple:
+        return TRACE_NAMES
+
+    def trace_values(self, state: FeatureState, log_joint) -> tuple:
+        return (log_joint, state.n_features, state.alpha, state.sigma_x, state.sigma_a)
+
+    def snapshot(self, state: FeatureState, chain=0) -> dict:
+        """The live ``Z`` (int8) and the hyperparameters."""
+        return {
+            "Z": state.active_Z.copy(),
+            "alpha": state.alpha,
+            "sigma_x": state.sigma_x,
+            "sigma_a": state.sigma_a,
+        }
+
     def complement_features(self, state: FeatureState, rng) -> bool:
         """Metropolis-Hastings moves that replace a feature's column by its complement.
 
@@ -302,11 +328,15 @@ class DuckTypedSolver(BaseIBPSolver):
         The wrapped object.
     """
 
-    name = "duck_typed"
     _parameter_constraints: dict = {"solver": "no_validation"}
 
     def __init__(self, solver):
         self.solver = solver
+
+    @property
+    def name(self) -> str:
+        """The wrapped object's ``name``, or its class name."""
+        return getattr(self.solver, "name", type(self.solver).__name__)
 
     @property
     def starts_empty(self) -> bool:

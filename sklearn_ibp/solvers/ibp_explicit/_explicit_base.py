@@ -239,6 +239,24 @@ class ExplicitFeatureSolver(Solver):
             state.X, state.observed, state.active_Z, state.active_A, state.params, rng,
         )
 
+    def trace_names(self, likelihood) -> tuple:
+        """``log_joint``, ``n_features``, ``alpha`` and the likelihood's parameters."""
+        return ("log_joint", "n_features", "alpha") + tuple(likelihood.parameter_names)
+
+    def trace_values(self, state: ExplicitFeatureState, log_joint, likelihood) -> tuple:
+        params = tuple(float(state.params[name]) for name in likelihood.parameter_names)
+        return (log_joint, state.n_features, state.alpha) + params
+
+    def snapshot(self, state: ExplicitFeatureState, likelihood, chain=0) -> dict:
+        """The live ``Z`` and ``A``, ``alpha`` and the likelihood's parameters."""
+        return {
+            "Z": state.active_Z.copy(),
+            "A": state.active_A.copy(),
+            "alpha": state.alpha,
+            "params": {k: np.copy(v) if np.ndim(v) else float(v)
+                       for k, v in state.params.items()},
+        }
+
     def log_joint(self, state: ExplicitFeatureState, likelihood) -> float:
         """``log p(X, [Z], A | alpha, params)`` of the live state."""
         Z, A = state.active_Z, state.active_A

@@ -230,6 +230,14 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
             state.stats["Y"][:, : Z.shape[1]] = W
         return state
 
+    def snapshot(self, state: ExplicitFeatureState, likelihood, chain=0) -> dict:
+        """The explicit-feature snapshot, with the weights ``W`` of the real-weighted
+        model."""
+        sample = super().snapshot(state, likelihood, chain=chain)
+        if _is_weighted(likelihood):
+            sample["W"] = active_weights(state).copy()
+        return sample
+
     def sweep(self, state: ExplicitFeatureState, likelihood, rng) -> None:
         """One sweep of Algorithm 16 (module docstring)."""
         if _is_weighted(likelihood):

@@ -476,6 +476,37 @@ class VariationalIBP(Solver):
                   + np.where(nu < 1, (1 - nu) * np.log1p(-nu), 0.0))
         return value + float(np.sum(h))
 
+    # -- the fit's record (what the estimator keeps) -------------------------------------
+    @staticmethod
+    def used_features(state) -> np.ndarray:
+        """The features of the truncation that some row uses: ``sum_n nu_nk >= 0.5``."""
+        return np.flatnonzero(state.nu.sum(axis=0) >= 0.5)
+
+    def log_joint(self, state) -> float:
+        """The ELBO, which stands for the log joint in the traces and the sample."""
+        return float(state.elbo)
+
+    def traces(self, state) -> dict:
+        """Per iteration: the ELBO (as ``log_joint``), the number of features used at the
+        end, and ``alpha``, ``sigma_x`` and ``sigma_a``."""
+        hyper_trace = np.asarray(state.hyper_trace, dtype=float).reshape(-1, 3)
+        return {
+            "log_joint": np.asarray(state.elbo_trace),
+            "n_features": np.full(state.n_iter, float(self.used_features(state).size)),
+            "alpha": hyper_trace[:, 0],
+            "sigma_x": hyper_trace[:, 1],
+            "sigma_a": hyper_trace[:, 2],
+        }
+
+    def snapshot(self, state, chain=0) -> dict:
+        """The variational posterior as a sample: ``Z`` where ``nu > 0.5`` over the used
+        features, and the hyperparameters."""
+        kept = self.used_features(state)
+        return {
+            "Z": (state.nu[:, kept] > 0.5).astype(np.int8),
+            "alpha": state.alpha, "sigma_x": state.sigma_x, "sigma_a": state.sigma_a,
+        }
+
     def feature_probabilities(self, state) -> np.ndarray:
         """``E_q[pi_k] = prod_{m<=k} tau_m1 / (tau_m1 + tau_m2)``: the probability that a
         new row has feature ``k``."""
