@@ -338,7 +338,6 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.non_deterministic = False
         return tags
 
     # -- fitting ------------------------------------------------------------------------

@@ -207,7 +207,6 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         # X is pairs of alternatives: real-valued data (the checks' blobs) carry no
         # choices to learn.
         tags.classifier_tags.poor_score = True
-        tags.non_deterministic = False
         return tags
 
     # -- the sampling loop's hooks -------------------------------------------------------

@@ -250,7 +250,6 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
     def __sklearn_tags__(self):
         tags = super().__sklearn_tags__()
         tags.input_tags.allow_nan = True
-        tags.non_deterministic = False
         return tags
 
     # -- fitting ------------------------------------------------------------------------
