@@ -11,6 +11,11 @@ import matplotlib
 # Examples are executed by sphinx-gallery during the build; they must run headless.
 matplotlib.use("Agg")
 
+# The gallery links the names the examples use to their API pages; with
+# ``-D plot_gallery=0`` the examples are not run, so IterativeImputer (experimental in
+# scikit-learn) must be enabled here for its name to resolve.
+from sklearn.experimental import enable_iterative_imputer  # noqa: E402, F401
+
 # Let autodoc find the package when it is not installed (an editable install also works).
 sys.path.insert(0, os.path.abspath(".."))
 

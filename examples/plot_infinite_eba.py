@@ -1,7 +1,7 @@
 """
-=================================================
+==================================================
 Choice with latent aspects: the Paris-Rome example
-=================================================
+==================================================
 
 Tversky's Paris-Rome example (seed 002 sec. 4.5.3, Table 4.1): four trips, P+ and P to
 Paris, R and R+ to Rome, the "+" trips with a small bonus. P+ always beats P and R+

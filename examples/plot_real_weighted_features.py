@@ -1,7 +1,7 @@
 """
-===========================================================
+===============================================================
 Real-valued feature weights: how much of each feature a row has
-===========================================================
+===============================================================
 
 In the linear-Gaussian model a row either has a feature or not: ``x = z A + noise``
 with binary ``z``. Handwritten digits are better described by a few strokes present

@@ -323,7 +323,8 @@ class TemperingIBP(ExplicitFeatureSolver):
 
     # -- parameters ----------------------------------------------------------------------
     def inverse_temperatures(self) -> np.ndarray:
-        """The ladder ``b_1 = 1 > b_2 > ... > b_T`` (a new float64 array)."""
+        """The ladder of inverse temperatures ``b_t``, decreasing from ``b_1 = 1`` to
+        ``b_T > 0`` (a new float64 array)."""
         self._validate_params()
         if self.temperatures is not None:
             try:
