@@ -219,3 +219,23 @@ def test_sample_alpha_false_holds_alpha_but_still_learns_the_base():
     assert adjusted_rand_score(y, frozen.labels_) < 0.5  # 0.373
     again = DPMixture(n_iter=150, sample_alpha=False, random_state=0).fit(X)
     np.testing.assert_array_equal(again.labels_, held.labels_)
+
+
+def test_feature_names_and_pandas_output_in_a_pipeline():
+    pd = pytest.importorskip("pandas")
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    X, _ = make_blobs(n_samples=60, centers=2, random_state=0)
+    frame = pd.DataFrame(X, columns=["a", "b"])
+    pipe = make_pipeline(StandardScaler(), DPMixture(n_iter=20, random_state=0))
+    out = pipe.set_output(transform="pandas").fit_transform(frame)
+    mixture = pipe[-1]
+    names = mixture.get_feature_names_out()
+    assert list(names) == [f"dpmixture{k}" for k in range(mixture.n_components_)]
+    assert isinstance(out, pd.DataFrame)
+    assert list(out.columns) == list(names)
+    # The same responsibilities as the array output.
+    plain = mixture.set_output(transform="default").transform(
+        StandardScaler().fit(frame).transform(frame))
+    np.testing.assert_array_equal(out.to_numpy(), plain)

@@ -7,7 +7,12 @@ from numbers import Integral, Real
 
 import numpy as np
 from scipy.special import logsumexp
-from sklearn.base import ClusterMixin, TransformerMixin, _fit_context
+from sklearn.base import (
+    ClassNamePrefixFeaturesOutMixin,
+    ClusterMixin,
+    TransformerMixin,
+    _fit_context,
+)
 from sklearn.cluster import KMeans
 from sklearn.utils._param_validation import HasMethods, Interval, StrOptions
 from sklearn.utils.validation import check_is_fitted, validate_data
@@ -52,7 +57,7 @@ sample_alpha : bool, default=True
     200, _SAMPLE_HYPERPARAMETERS_DOC,
     warm_start="The chains continue on the same ``X``.",
 )
-class DPMixture(ClusterMixin, TransformerMixin, BaseIBPSampler):
+class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin, BaseIBPSampler):
     """Dirichlet process mixture of Gaussians or of factor analysers, fitted by MCMC.
 
     The number of clusters is learned from the data: ``x_i ~ F(theta_{c_i})``,
