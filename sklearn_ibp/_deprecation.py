@@ -10,13 +10,14 @@ names still work for one release and say, with a ``FutureWarning``, which name r
 - an old option string (``likelihood="bernoulli"``, ``solver="map"``) is accepted by the
   estimator and mapped by :func:`renamed_option`.
 
-Nothing here imports the rest of the package.
+Nothing here imports the rest of the package but :mod:`sklearn_ibp.exceptions`.
 """
 
 from __future__ import annotations
 
 import sys
-import warnings
+
+from .exceptions import warn_at_caller
 
 #: The release in which the deprecated names go away.
 REMOVED_IN = "0.2"
@@ -52,11 +53,10 @@ def renamed_option(value, renamed: dict, argument: str, *, warn: bool = True):
         return value
     new = renamed[value]
     if warn:
-        warnings.warn(
+        warn_at_caller(
             f"{argument}={value!r} is deprecated and will be removed in {REMOVED_IN}; "
             f"use {argument}={new!r}, its new name.",
             FutureWarning,
-            stacklevel=3,
         )
     return new
 
@@ -70,11 +70,10 @@ def class_aliases(module_name: str):
         module = sys.modules[module_name]
         new = RENAMED_CLASSES.get(name)
         if new is not None and new in vars(module):
-            warnings.warn(
+            warn_at_caller(
                 f"{name} is deprecated and will be removed in {REMOVED_IN}; use {new} "
                 "(the same class, renamed).",
                 FutureWarning,
-                stacklevel=2,
             )
             return vars(module)[new]
         raise AttributeError(f"module {module_name!r} has no attribute {name!r}")

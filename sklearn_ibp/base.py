@@ -11,7 +11,6 @@ when the estimator has ``n_jobs``. A subclass supplies a solver (see
 from __future__ import annotations
 
 import copy
-import warnings
 from numbers import Integral
 
 import numpy as np
@@ -22,7 +21,12 @@ from sklearn.utils._param_validation import Interval
 from threadpoolctl import threadpool_limits
 
 from ._deprecation import renamed_option
-from .exceptions import NoFeaturesWarning, SamplingInterruptedWarning, SamplingStoppedError
+from .exceptions import (
+    NoFeaturesWarning,
+    SamplingInterruptedWarning,
+    SamplingStoppedError,
+    warn_at_caller,
+)
 from .solvers import RENAMED_SOLVERS, get_solver
 from .solvers.ibp._base import TRACE_NAMES
 
@@ -128,13 +132,12 @@ def document_loop_parameters(n_iter: int, sample_hyperparameters: str, /, **extr
 def warn_no_features(estimator, sigma_x) -> None:
     """Warn, saying what to do, that ``estimator``'s fit kept no feature."""
     noise = "" if sigma_x is None else f" (noise level sigma_x_={sigma_x:.3g})"
-    warnings.warn(
+    warn_at_caller(
         f"{type(estimator).__name__} ended its fit with no features: every row is explained "
         f"as noise{noise}, and transform returns an array of shape (n_samples, 0). Try "
         "standardising X (e.g. StandardScaler), a smaller fixed sigma_x or a larger alpha, "
         "or more iterations (n_iter).",
         NoFeaturesWarning,
-        stacklevel=3,
     )
 
 
@@ -307,11 +310,10 @@ class BaseIBPSampler(BaseEstimator):
                 chains[c]["state"] = state
             done = int(np.sum(~np.isnan(traces["log_joint"])))
             reason = "" if isinstance(exc, KeyboardInterrupt) else f" ({exc})"
-            warnings.warn(
+            warn_at_caller(
                 f"Sampling interrupted after {done} of {n_chains * self.n_iter} "
                 f"iterations{reason}; the estimator keeps the samples drawn so far.",
                 SamplingInterruptedWarning,
-                stacklevel=3,
             )
         finally:
             blas_limit.restore_original_limits()

@@ -1,11 +1,48 @@
 """The package's exceptions and warnings, in one module every layer may import."""
 
+import os
+import sys
+import warnings
+
+import sklearn
+
 __all__ = [
     "NoFeaturesWarning",
     "SamplingInterruptedWarning",
     "SamplingStoppedError",
     "WorkersLostError",
 ]
+
+#: Source folders whose frames a warning skips to reach the user's line: this package's
+#: and scikit-learn's (the ``fit`` wrapper and meta-estimators such as ``Pipeline``).
+_INTERNAL_DIRS = tuple(
+    os.path.dirname(os.path.abspath(path)) + os.sep
+    for path in (__file__, sklearn.__file__)
+)
+
+
+def _is_importlib(filename) -> bool:
+    # The frames ``warnings.warn`` itself leaves out of ``stacklevel`` (an import such
+    # as ``from package import old_name`` runs through them).
+    return "importlib" in filename and "_bootstrap" in filename
+
+
+def warn_at_caller(message, category) -> None:
+    """Issue a warning attributed to the first frame outside this package and
+    scikit-learn: the user's line that called ``fit`` (or ``transform`` ...), whatever
+    wrappers lie between (Python 3.12's ``skip_file_prefixes``, for every version)."""
+    frame = sys._getframe(0)
+    level = 1
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if _is_importlib(filename):
+            frame = frame.f_back
+            continue
+        if not filename.startswith(_INTERNAL_DIRS):
+            break
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, category, stacklevel=level)
 
 
 class SamplingInterruptedWarning(UserWarning):

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -13,6 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
+from ..exceptions import warn_at_caller
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from ..solvers import SolverNameOptions, SolverOf
 from ..solvers.hierarchy import GibbsHierarchy
@@ -310,13 +310,12 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         else:
             name = renamed_option(self.likelihood, RENAMED_LIKELIHOODS, "likelihood")
             if name != "detection" and _is_binary(X0, observed):
-                warnings.warn(
+                warn_at_caller(
                     f"X holds only 0 and 1 but likelihood={name!r} models real values: "
                     "binary data are better served by likelihood='detection' (or "
                     "'auto', which chooses it for such data); a real-valued model "
                     "fits many extra features to them.",
                     UserWarning,
-                    stacklevel=2,
                 )
         lik = LIKELIHOODS[name]()
         lik.check_data(X0, observed)

@@ -10,7 +10,8 @@ import importlib
 import importlib.abc
 import importlib.util
 import sys
-import warnings
+
+from ..exceptions import warn_at_caller
 
 #: Old module name under ``sklearn_ibp.solvers`` -> its path now, relative to it.
 MOVED_MODULES = {
@@ -47,11 +48,10 @@ _PACKAGE = __name__.rpartition(".")[0]
 def import_moved(name):
     """The module that ``sklearn_ibp.solvers.<name>`` (an old path) now is, with a warning."""
     new = f"{_PACKAGE}.{MOVED_MODULES[name]}"
-    warnings.warn(
+    warn_at_caller(
         f"{_PACKAGE}.{name} is deprecated and will be removed in the next release: "
         f"import from {new} (or from {_PACKAGE}) instead.",
         FutureWarning,
-        stacklevel=3,
     )
     return importlib.import_module(new)
 
