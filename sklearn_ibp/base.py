@@ -155,8 +155,10 @@ def _progress(total, verbose, desc):
     return tqdm(total=total, desc=desc, leave=True)
 
 
-def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names):
-    """Run one chain in a joblib worker; return the chain and its traces and samples.
+def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names, start,
+                            stop):
+    """Run sweeps ``start`` to ``stop`` of one chain in a joblib worker; return the chain,
+    the solver (which a sweep may update), its trace rows and its samples.
 
     Module-level so that it pickles by reference. BLAS is limited to one thread as in the
     sequential loop, so both paths make the same floating-point operations.
@@ -164,8 +166,14 @@ def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names
     traces = {name: np.full(estimator.n_iter, np.nan) for name in names}
     samples = []
     with threadpool_limits(limits=1, user_api="blas"):
-        estimator._sample_chain(solver, chain, c, missing, burn_in, traces, samples)
-    return chain, traces, samples
+        estimator._sample_chain(solver, chain, c, missing, burn_in, traces, samples,
+                                start=start, stop=stop)
+    return chain, solver, traces, samples
+
+
+#: The parallel chains come back to the main process this many times per fit, so that an
+#: interrupt loses at most the sweeps since the last return (a tenth of the fit).
+_PARALLEL_ROUNDS = 10
 
 
 class BaseIBPSampler(BaseEstimator):
@@ -357,8 +365,9 @@ class BaseIBPSampler(BaseEstimator):
         return state
 
     def _sample_chain(self, solver, chain, c, missing, burn_in, traces, samples, guard=None,
-                      bar=None):
-        """Run ``n_iter`` sweeps of chain ``c``, filling ``traces`` and ``samples``.
+                      bar=None, start=0, stop=None):
+        """Run sweeps ``start`` to ``stop`` (all ``n_iter`` by default) of chain ``c``,
+        filling ``traces`` and ``samples``.
 
         ``traces`` maps each trace name to this chain's row (length ``n_iter``), written as
         the sweeps complete, and kept samples are appended to ``samples``, so whatever was
@@ -366,7 +375,8 @@ class BaseIBPSampler(BaseEstimator):
         chain's state before the running sweep is kept in ``guard[0]`` for a rollback.
         """
         rng = chain["rng"]
-        for it in range(self.n_iter):
+        stop = self.n_iter if stop is None else stop
+        for it in range(start, stop):
             if guard is not None:
                 # A deep copy, or something cheaper from a solver whose sweep only ever
                 # replaces the state's arrays (never writes into them).
@@ -389,40 +399,54 @@ class BaseIBPSampler(BaseEstimator):
                                    samples, bar):
         """Run the chains in joblib workers; the results are those of the sequential loop.
 
-        Each chain's state and random generator go to a worker and come back advanced, so
-        every chain draws the same numbers as it would in the sequential loop and the
-        samples are appended chain by chain in the same order. Processes (loky) are
+        The sweeps run in rounds (:data:`_PARALLEL_ROUNDS` per fit): in each, every chain's
+        state, random generator and solver go to a worker, run the round's sweeps and come
+        back advanced, so every chain draws the same numbers as in the sequential loop.
+        The samples are appended chain by chain in the same order. Processes (loky) are
         preferred because the numba kernels hold the GIL; a ``joblib.parallel_config``
         backend set by the caller is honoured.
 
-        A ``KeyboardInterrupt`` stops the workers. Chains whose results had come back
-        (they are collected in chain order) are kept whole; the others keep their state
-        from before this fit's sampling (their starting state, or where the previous
-        ``warm_start`` fit left them) and no samples or traces of this fit: a worker's
-        partial work cannot be recovered.
+        A ``KeyboardInterrupt`` stops the workers. Every chain keeps what it drew up to
+        the last round that came back whole (its state, samples and traces); the sweeps
+        of the round that was running are lost, as a worker's partial work cannot be
+        recovered.
         """
         # The workers need the hooks and the parameters, not earlier fits' samples.
         worker_self = copy.copy(self)
         for name in ("samples_", "traces_", "_chains"):
             worker_self.__dict__.pop(name, None)
-        # Deep copies: with a thread backend a chain interrupted mid-sweep must not
-        # leave its half-updated state in ``chains``.
-        jobs = (
-            delayed(_sample_chain_in_worker)(
-                worker_self, solver, copy.deepcopy(chain), c, missing, burn_in, tuple(traces)
-            )
-            for c, chain in enumerate(chains)
-        )
-        parallel = Parallel(n_jobs=n_jobs, prefer="processes", return_as="generator")
-        # In chain order, as each finishes: chain c's samples follow chain c - 1's.
-        for c, (chain, rows, chain_samples) in enumerate(parallel(jobs)):
-            chains[c] = chain
-            for name in traces:
-                traces[name][c] = rows[name]
-            samples.extend(chain_samples)
-            if bar is not None:
-                bar.update(self.n_iter)
-                bar.set_postfix(chains_done=c + 1)
+        n_chains = len(chains)
+        # Each chain's solver: a sweep may update the solver object itself (a record, a
+        # tuning), so each chain continues with the copy its worker returned.
+        solvers = [solver] * n_chains
+        chain_samples = [[] for _ in range(n_chains)]
+        step = -(-self.n_iter // _PARALLEL_ROUNDS)
+        try:
+            with Parallel(n_jobs=n_jobs, prefer="processes") as parallel:
+                for start in range(0, self.n_iter, step):
+                    stop = min(start + step, self.n_iter)
+                    # Deep copies: with a thread backend a chain interrupted mid-sweep
+                    # must not leave its half-updated state in ``chains``.
+                    results = parallel(
+                        delayed(_sample_chain_in_worker)(
+                            worker_self, solvers[c], copy.deepcopy(chain), c, missing,
+                            burn_in, tuple(traces), start, stop,
+                        )
+                        for c, chain in enumerate(chains)
+                    )
+                    for c, (chain, chain_solver, rows, drawn) in enumerate(results):
+                        chains[c] = chain
+                        solvers[c] = chain_solver
+                        for name in traces:
+                            traces[name][c, start:stop] = rows[name][start:stop]
+                        chain_samples[c].extend(drawn)
+                    if bar is not None:
+                        bar.update(n_chains * (stop - start))
+                        bar.set_postfix(sweeps_done=stop)
+        finally:
+            # In chain order, whatever each chain drew: chain c's samples follow c - 1's.
+            for drawn in chain_samples:
+                samples.extend(drawn)
 
     def _iterate(self, solver, state, rng, missing):
         """One iteration of a chain: the solver's sweep, then its :meth:`update_state`
