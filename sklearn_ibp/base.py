@@ -11,6 +11,9 @@ when the estimator has ``n_jobs``. A subclass supplies a solver (see
 from __future__ import annotations
 
 import copy
+import io
+import lzma
+import pickle
 from numbers import Integral
 
 import numpy as np
@@ -139,6 +142,36 @@ def warn_no_features(estimator, sigma_x) -> None:
         "or more iterations (n_iter).",
         NoFeaturesWarning,
     )
+
+
+# -- compact pickles ----------------------------------------------------------------------
+def _unpack_binary(packed, shape, fortran):
+    """A 0/1 int8 matrix from :class:`_BinaryPackingPickler`'s column-wise bit packing."""
+    rows, cols = shape
+    columns = np.unpackbits(packed, count=rows * cols).reshape(cols, rows).view(np.int8)
+    return np.asfortranarray(columns.T) if fortran else np.ascontiguousarray(columns.T)
+
+
+class _BinaryPackingPickler(pickle.Pickler):
+    """Pickles every 0/1 int8 matrix (the feature matrices ``Z`` of the samples and the
+    chains) as bits, column by column: a column that several samples share is then the
+    same run of bytes in each, which the compressor stores once."""
+
+    def reducer_override(self, obj):
+        if (type(obj) is np.ndarray and obj.dtype == np.int8 and obj.ndim == 2
+                and obj.size >= 64 and ((obj == 0) | (obj == 1)).all()):
+            fortran = bool(obj.flags.f_contiguous and not obj.flags.c_contiguous)
+            packed = np.packbits(np.ascontiguousarray(obj.T).view(np.uint8), axis=None)
+            return _unpack_binary, (packed, obj.shape, fortran)
+        return NotImplemented
+
+
+def _pack_state(state) -> bytes:
+    """A fitted estimator's ``__dict__`` as LZMA-compressed bytes, its binary matrices
+    bit-packed (a tenth or less of a plain pickle for a fit that keeps many samples)."""
+    buffer = io.BytesIO()
+    _BinaryPackingPickler(buffer, protocol=pickle.HIGHEST_PROTOCOL).dump(state)
+    return lzma.compress(buffer.getvalue(), preset=1)
 
 
 def _chain_seeds(random_state, n_chains):
@@ -412,9 +445,9 @@ class BaseIBPSampler(BaseEstimator):
         recovered.
         """
         # The workers need the hooks and the parameters, not earlier fits' samples.
-        worker_self = copy.copy(self)
-        for name in ("samples_", "traces_", "_chains"):
-            worker_self.__dict__.pop(name, None)
+        worker_self = object.__new__(type(self))
+        worker_self.__dict__.update({k: v for k, v in self.__dict__.items()
+                                     if k not in ("samples_", "traces_", "_chains")})
         n_chains = len(chains)
         # Each chain's solver: a sweep may update the solver object itself (a record, a
         # tuning), so each chain continues with the copy its worker returned.
@@ -505,3 +538,17 @@ class BaseIBPSampler(BaseEstimator):
     def _best_sample(self):
         """The kept sample with the highest log joint probability."""
         return max(self.samples_, key=lambda s: s["log_joint"])
+
+    # -- pickling ---------------------------------------------------------------------
+    def __getstate__(self):
+        """A fitted estimator pickles compactly: its state bit-packed and compressed
+        (:func:`_pack_state`); loading it gives the same arrays, bit for bit."""
+        state = super().__getstate__()
+        if "samples_" not in state:
+            return state
+        return {"_packed_state": _pack_state(state)}
+
+    def __setstate__(self, state):
+        if "_packed_state" in state:
+            state = pickle.loads(lzma.decompress(state["_packed_state"]))
+        super().__setstate__(state)
