@@ -4,6 +4,7 @@ import os
 import sys
 import warnings
 
+import joblib
 import sklearn
 
 __all__ = [
@@ -13,11 +14,12 @@ __all__ = [
     "WorkersLostError",
 ]
 
-#: Source folders whose frames a warning skips to reach the user's line: this package's
-#: and scikit-learn's (the ``fit`` wrapper and meta-estimators such as ``Pipeline``).
+#: Source folders whose frames a warning skips to reach the user's line: this package's,
+#: scikit-learn's (the ``fit`` wrapper, meta-estimators such as ``Pipeline`` and
+#: ``GridSearchCV``) and joblib's (which runs the fits of a search).
 _INTERNAL_DIRS = tuple(
     os.path.dirname(os.path.abspath(path)) + os.sep
-    for path in (__file__, sklearn.__file__)
+    for path in (__file__, sklearn.__file__, joblib.__file__)
 )
 
 
