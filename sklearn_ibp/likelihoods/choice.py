@@ -291,7 +291,7 @@ def check_outcomes(y, n_rows, classes=None):
         else:
             raise ValueError(
                 f"y must be binary: 1 when the first alternative of the pair was chosen, "
-                f"0 when the second was; got the single label {values[0]!r} (labels "
+                f"0 when the second was; got the single label {values[0].item()!r} (labels "
                 "other than 0 and 1 must come two, the greater meaning the first chosen)."
             )
     if not np.all(np.isin(values, classes)):

@@ -87,10 +87,11 @@ class LeakyNoisyOr(FeatureLikelihood):
         X, mask = _check_feature_data(X, observed)
         values = X[mask]
         if not np.all((values == 0.0) | (values == 1.0)):
-            bad = values[(values != 0.0) & (values != 1.0)][0]
+            bad = values[(values != 0.0) & (values != 1.0)]
             raise ValueError(
-                "X must be binary (0 or 1) at its observed entries for the noisy_or "
-                f"likelihood; found {bad!r}."
+                "X must be binary (0 or 1) at its observed entries for the binary (leaky "
+                f"noisy-or) likelihood; found {bad.size} other value(s), the first "
+                f"{float(bad[0]):.6g}."
             )
 
     def initial_parameters(self, X, observed) -> dict:

@@ -167,10 +167,10 @@ def _check_decay_callable(decay_function) -> None:
         d = _CHECK_GRID[np.argmax(bad)]
         raise ValueError(
             "decay_function must map distances into [0, 1]; "
-            f"it returned {values[np.argmax(bad)]!r} at distance {d!r}."
+            f"it returned {float(values[np.argmax(bad)])!r} at distance {float(d):g}."
         )
     if not np.isclose(values[0], 1.0, rtol=0, atol=1e-12):
-        raise ValueError(f"decay_function must satisfy f(0) = 1, got f(0) = {values[0]!r}.")
+        raise ValueError(f"decay_function must satisfy f(0) = 1, got f(0) = {float(values[0])!r}.")
 
 
 def decay_proximity(
