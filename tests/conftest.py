@@ -1,4 +1,4 @@
-"""Small data sets shared by the estimator-level tests."""
+"""Small data sets shared by the tests of every folder (estimators, base, solvers, distributed)."""
 
 import numpy as np
 import pytest

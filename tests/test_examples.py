@@ -1,4 +1,4 @@
-"""Every gallery example runs to the end, at the reduced sizes of its quick mode.
+"""Package-wide: every gallery example runs to the end, at the reduced sizes of its quick mode.
 
 Each ``examples/plot_*.py`` reads ``SKLEARN_IBP_QUICK_EXAMPLES=1`` and then cuts its data
 and its chains down so that it runs in seconds; the docs build runs the full sizes. The

@@ -1,5 +1,7 @@
-"""The package's layers, checked on its source: data flows one way, estimator -> solver ->
-(prior, likelihood) -> kernels (``doc/`` and the README's Layout section describe them).
+"""Package-wide: the layers of the package, checked on the source of every module.
+
+Data flows one way, estimator -> solver -> (prior, likelihood) -> kernels (``doc/`` and the
+README's Layout section describe them).
 
 Every module of ``sklearn_ibp`` is read with :mod:`ast` (no import runs) and each of its
 imports, at module level or inside a function, is resolved to a module of the package. The

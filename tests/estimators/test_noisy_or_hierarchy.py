@@ -9,21 +9,9 @@ import numpy as np
 import pytest
 from scipy.special import logsumexp
 from sklearn.pipeline import make_pipeline
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import NoisyOrHierarchy
 from sklearn_ibp.datasets import make_correlated_block_images
-
-CHECKED = [
-    NoisyOrHierarchy(n_iter=6, init_iter=2, random_state=0),
-    NoisyOrHierarchy(upper="dp", link="or", likelihood="exponential", n_iter=6, init_iter=2,
-                     random_state=0),
-]
-
-
-@parametrize_with_checks(CHECKED)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def _best_correlations(true_features, fitted):

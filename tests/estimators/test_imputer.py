@@ -1,4 +1,5 @@
-"""Tests of IBPImputer: scikit-learn's checks, exact imputations, digits, bad input."""
+"""Tests of IBPImputer: exact imputations, digits, bad input (scikit-learn's checks are in
+``tests/test_common.py``)."""
 
 import pickle
 
@@ -10,7 +11,6 @@ from sklearn.datasets import load_digits, load_wine
 from sklearn.decomposition import PCA
 from sklearn.experimental import enable_iterative_imputer  # noqa: F401
 from sklearn.impute import IterativeImputer, KNNImputer, SimpleImputer
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import (
     DistanceDependentIBP,
@@ -27,14 +27,6 @@ from sklearn_ibp.likelihoods.correlated_noise import (
     residual_covariance,
 )
 from sklearn_ibp.likelihoods.linear_gaussian import feature_posterior
-
-
-@parametrize_with_checks(
-    [IBPImputer(IBPFactorAnalysis(n_iter=10, random_state=0), random_state=0),
-     IBPImputer(random_state=0)]  # the default model and noise="full"
-)
-def test_sklearn_compatible_estimator(estimator, check):
-    check(estimator)
 
 
 def _hide(X, fraction, seed):

@@ -5,15 +5,9 @@ import pytest
 from sklearn.linear_model import LogisticRegression
 from sklearn.model_selection import GridSearchCV
 from sklearn.pipeline import Pipeline
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import DistanceDependentIBP, IBPFactorAnalysis
 from sklearn_ibp.datasets import make_block_image_sequence
-
-
-@parametrize_with_checks([DistanceDependentIBP(n_iter=5, burn_in=2, random_state=0)])
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 def time_indexed_blocks(n_samples=120, seed=0):

@@ -7,20 +7,8 @@ import pytest
 from sklearn.datasets import load_iris, make_blobs
 from sklearn.metrics import adjusted_rand_score
 from sklearn.mixture import BayesianGaussianMixture
-from sklearn.utils.estimator_checks import parametrize_with_checks
 
 from sklearn_ibp import DPMixture
-
-CHECKED = [
-    DPMixture(n_iter=6, burn_in=2, random_state=0),
-    DPMixture(base="conditionally_conjugate", n_iter=30, burn_in=10, random_state=0),
-    DPMixture(solver="slice", n_iter=30, burn_in=10, random_state=0),
-]
-
-
-@parametrize_with_checks(CHECKED)
-def test_sklearn_compatible(estimator, check):
-    check(estimator)
 
 
 @pytest.fixture(scope="module")
