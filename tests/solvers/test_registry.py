@@ -25,7 +25,7 @@ EXPORTED_BEFORE = [
 
 def test_every_name_exported_before_is_exported():
     # A class renamed by issue 21 (names) is exported under its new name; the old one
-    # resolves with a FutureWarning (tests/test_renamed.py).
+    # resolves with a FutureWarning (tests/test_deprecation.py).
     missing = [name for name in EXPORTED_BEFORE
                if solvers.RENAMED_CLASSES.get(name, name) not in solvers.__all__]
     assert not missing
