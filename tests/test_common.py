@@ -52,11 +52,11 @@ ESTIMATORS = (
         for likelihood in ("gaussian", "exponential")
         if _serves(EXPLICIT_SOLVERS[name], likelihood)
     ]
-    # Mean-field variational inference (seed 000 ch. 6).
+    # Mean-field variational inference (Doshi-Velez 2009, ch. 6).
     # (one start and a few iterations: the checks test the interface, not convergence)
     + [IBPFactorAnalysis(solver=cls(n_init=1, max_iter=20), random_state=0)
        for cls in VARIATIONAL_SOLVERS.values()]
-    # The real-weighted model (seed 002 sec. 4.4): only the semi-ordered slice sampler.
+    # The real-weighted model (Görür 2007, sec. 4.4): only the semi-ordered slice sampler.
     + [
         IBPFactorAnalysis(solver=name, weights="gaussian", **SMALL)
         for name in EXPLICIT_NAMES
@@ -71,10 +71,11 @@ ESTIMATORS = (
         for name in EXPLICIT_NAMES
         if _serves(EXPLICIT_SOLVERS[name], "noisy_or")
     ]
-    # The data-parallel sampler of the binary model (seed 000 sec. 5.1), likelihood="noisy_or" only.
+    # The data-parallel sampler of the binary model (Doshi-Velez 2009, sec. 5.1),
+    # likelihood="noisy_or" only.
     + [make_pipeline(Binarizer(), IBPFactorAnalysis(solver="parallel_noisy_or",
                                                     likelihood="noisy_or", **SMALL))]
-    # The choice model (seed 002 sec. 4.5): X is pairs of alternatives, so the checks'
+    # The choice model (Görür 2007, sec. 4.5): X is pairs of alternatives, so the checks'
     # data reach it through RowsToPairs.
     + [make_pipeline(FunctionTransformer(RowsToPairs(), validate=True),
                      InfiniteEBA(n_alternatives=4, **SMALL))]

@@ -1,9 +1,9 @@
-"""InfiniteEBA (seed 002 sec. 4.5): the choice model, its slice sampler and the estimator.
+"""InfiniteEBA (Görür 2007, sec. 4.5): the choice model, its slice sampler and the estimator.
 
 The sampler is checked as every sampler of the package: class frequencies against the
 exactly computed posterior on tiny problems, and the prior recovered when there are no
-data. The model is checked on the seed's two experiments: Paris-Rome (Table 4.1) and an
-EBA model with a tree of aspects (the celebrities design) against Bradley-Terry-Luce.
+data. The model is checked on the two experiments of Görür 2007, sec. 4.5.3: Paris-Rome (Table 4.1)
+and an EBA model with a tree of aspects (the celebrities design) against Bradley-Terry-Luce.
 """
 
 from collections import Counter
@@ -162,7 +162,7 @@ def test_exact_posterior_two_alternatives(a):
     unique aspect plus n_i Gamma(a, 1) weights) is Beta(a (1 + n1), a (1 + n2)): the
     posterior of (n1, n2) is exact by one-dimensional quadrature. Samples 10 sweeps apart
     (3 sweeps apart the chain's autocorrelation inflates the statistic). Measured p = 0.22
-    (seed 1) for the seed's a = 1 and 0.80 for weight_shape a = 0.25 (whose chain also
+    (seed 1) for Görür's (2007) a = 1 and 0.80 for weight_shape a = 0.25 (whose chain also
     proposes weights from the prior)."""
     alpha = 1.5
     wins = np.array([[0.0, 7.0], [2.0, 0.0]])
@@ -281,11 +281,11 @@ def test_alpha_prior_recovered_without_data():
     assert model.predict_proba(X)[0, 1] == pytest.approx(0.5, abs=0.1)
 
 
-# -- the seed's experiments -----------------------------------------------------------
+# -- Görür's (2007) experiments -------------------------------------------------------
 
 
 def test_paris_rome_table():
-    """Seed 002 sec. 4.5.3, issue 10's bar: from 100 comparisons per pair drawn from
+    """Görür 2007, sec. 4.5.3, issue 10's bar: from 100 comparisons per pair drawn from
     Table 4.1, every posterior mean choice probability (eba_probabilities_, eq. 4.63
     without the lapse, the table's quantity) within 0.1 of the table, and their mean
     absolute error no larger than that of the per-pair frequencies, with the weight prior
@@ -303,8 +303,8 @@ def test_paris_rome_table():
     over the seeds no larger than the frequencies', and the per-seed bar at 7 seeds or
     more.
 
-    The seed's own prior Gamma(1, 1) cannot meet the bar: see
-    test_paris_rome_table_seed_prior."""
+    Görür's (2007) own prior Gamma(1, 1) cannot meet the bar: see
+    test_paris_rome_table_gamma_1_1_prior."""
     model_mae, freq_mae = [], []
     for seed in range(10):
         X, y, _ = make_paris_rome(100, random_state=seed)
@@ -386,7 +386,7 @@ def test_select_start_keeps_the_best_start_and_is_reproducible():
     np.testing.assert_array_equal(single[0].adv, before)
 
 
-def test_paris_rome_table_seed_prior():
+def test_paris_rome_table_gamma_1_1_prior():
     """Görür's (2007) prior w_k ~ Gamma(1, 1) (weight_shape=1.0): every probability within 0.1 of
     Table 4.1 at seeds 0-2 (measured maximum errors 0.096, 0.048, 0.089), but the MAE
     is NOT below the frequencies' at any of the data seeds 0-9, and that is the
