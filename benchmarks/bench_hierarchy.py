@@ -7,14 +7,14 @@ Run from the repository root::
     python benchmarks/numpy_hierarchy.py            # the DP-IBP baseline's check (~3.5 min)
     python benchmarks/numpy_noisy_or.py             # the noisy-or baseline's check (~3 min)
 
-What is timed (seed 000 chapter 7):
+What is timed (Doshi-Velez 2009, chapter 7):
 
-1. **DP-IBP, exponential-Gaussian likelihood** (the seed's demonstration, sec. 7.2.1): one
-   ``GibbsHierarchy().sweep(state, ExponentialGaussian(), rng)`` (numba: categories by
+1. **DP-IBP, exponential-Gaussian likelihood** (the demonstration of Doshi-Velez 2009, sec. 7.2.1):
+   one ``GibbsHierarchy().sweep(state, ExponentialGaussian(), rng)`` (numba: categories by
    Algorithm 8, links, own features, transfer moves, then ``A``) and one sweep of the same
    model's uncollapsed Gibbs sampler written in plain NumPy, :mod:`numpy_hierarchy` (its
    docstring lists what it leaves out), on ``make_correlated_block_images(N,
-   random_state=0)`` for N in 350, 700 (the seed's size), 2800; D = 36. Both start from the
+   random_state=0)`` for N in 350, 700 (as in Doshi-Velez 2009), 2800; D = 36. Both start from the
    same state: ``(C, M, A)`` after 30 sweeps of ours from one category without features,
    hyperparameters sampled during those sweeps and then held fixed at their last values
    (``alpha_C``, ``alpha_M``, ``sigma_x``, ``rate``) for both samplers.
@@ -25,7 +25,7 @@ What is timed (seed 000 chapter 7):
    merge_split_moves=False)`` (ours with exactly the baseline's moves) and
    :mod:`numpy_noisy_or` (the same Markov chain moves in plain NumPy; its docstring lists
    the differences), on ``make_correlated_block_images(N, overlap=True, random_state=0)``
-   for N in 350, 700 (the seed's size), 2800 (``--quick``: 350 and 700). The start is the
+   for N in 350, 700 (as in Doshi-Velez 2009), 2800 (``--quick``: 350 and 700). The start is the
    state after the estimator's staged start (10 sweeps of ours each of the DP-IBP, the
    IBP-IBP and the noisy-or, hyperparameters sampled), converted to the baseline's
    state; ``alpha_C``, ``alpha_M``, ``q``, ``sigma_x`` and ``rate`` are then fixed at

@@ -1,4 +1,4 @@
-"""InfiniteEBA (seed 002 sec. 4.5): the sampler's speed and its predictive quality.
+"""InfiniteEBA (Görür 2007, sec. 4.5): the sampler's speed and its predictive quality.
 
 1. Seconds per sweep of :class:`~sklearn_ibp.solvers.eba.eba_slice.SliceEBA` on a
    problem of the celebrities' size (9 alternatives, all 36 pairs compared 100 times,
@@ -7,8 +7,8 @@
    then every z_ik above the slice by Gibbs with the likelihood change of alternative i's
    pairs computed with NumPy, and every weight by the gamma-proposal Metropolis-Hastings
    step with the affected pairs recomputed with NumPy. Prints the ratio.
-2. Leave-one-pair-out negative log-likelihood on generated tree data (seed Table 4.2's
-   protocol against the true probabilities): iEBA, BTL by maximum likelihood, and EMP
+2. Leave-one-pair-out negative log-likelihood on generated tree data (the protocol of
+   Görür 2007, Table 4.2, against the true probabilities): iEBA, BTL by maximum likelihood, and EMP
    (the held-out pair's own frequencies).
 
    iEBA is run with Görür 2007's prior (``weight_shape=1.0``, "iEBA") and with the

@@ -10,7 +10,7 @@ effective sample size (:func:`sklearn_ibp.diagnostics.effective_sample_size`).
 Samplers: ``"accelerated"`` stands for collapsed Gibbs (it draws from exactly the collapsed
 sampler's conditionals: from one seed the two chains are identical, see
 ``tests/solvers/ibp/test_equivalence.py``) at a fraction of the cost; ``"semi_collapsed"`` is
-the seed's "Gibbs sampling using conjugacy" (Algorithm 11: A explicit for the active
+Görür's (2007) "Gibbs sampling using conjugacy" (Algorithm 11: A explicit for the active
 features, new features with their values integrated out); ``"semi_ordered_slice"``
 (Algorithm 16 with the package's default per-row birth and death of unique features),
 ``"algorithm_16"`` (Algorithm 16 alone, ``unique_moves=None``) and ``"slice"``

@@ -1,4 +1,4 @@
-"""Seconds per sweep of the data-parallel accelerated sampler (seed 000 ch. 5) against the
+"""Seconds per sweep of the data-parallel accelerated sampler (Doshi-Velez 2009, ch. 5) against the
 serial accelerated sampler, in-process (threads) and on a local Dask cluster.
 
 Run from the repository root::

@@ -1,16 +1,16 @@
 """Held-out log-likelihood against wall-clock time: the variational solvers against the
-uncollapsed and accelerated Gibbs samplers (seed 000 sec. 6.5.1, Fig. 6.2).
+uncollapsed and accelerated Gibbs samplers (Doshi-Velez 2009, sec. 6.5.1, Fig. 6.2).
 
 Run from the repository root::
 
     python benchmarks/bench_variational.py            # N = 500, D = 500, 60 s per solver
     python benchmarks/bench_variational.py --quick    # N = 200, D = 100, 10 s per solver
 
-Data (the seed's setting): ``Z`` and ``A`` from the stick-breaking prior truncated at 20
-features (``v_k ~ Beta(alpha = 5, 1)``, ``pi_k = prod_{m<=k} v_m``; ``A ~ N(0, 1)``),
-``X = Z A + N(0, 0.5^2)``; N training rows and N / 5 held-out rows from the same ``Z``
-prior and ``A``. Every solver is :class:`sklearn_ibp.IBPFactorAnalysis` with its default
-hyperparameter learning and ``random_state=0``, given the same wall-clock budget:
+Data (the setting of Doshi-Velez 2009, sec. 6.5.1): ``Z`` and ``A`` from the stick-breaking
+prior truncated at 20 features (``v_k ~ Beta(alpha = 5, 1)``, ``pi_k = prod_{m<=k} v_m``;
+``A ~ N(0, 1)``), ``X = Z A + N(0, 0.5^2)``; N training rows and N / 5 held-out rows from
+the same ``Z`` prior and ``A``. Every solver is :class:`sklearn_ibp.IBPFactorAnalysis` with
+its default hyperparameter learning and ``random_state=0``, given the same wall-clock budget:
 
 * the samplers (``"accelerated"``, ``"uncollapsed"``) run in increments of sweeps with
   ``warm_start=True``; after each increment the held-out mean log predictive density

@@ -1,6 +1,6 @@
 """The DP-IBP sampler in plain NumPy: the speed baseline of ``bench_hierarchy.py``.
 
-The model is the DP-IBP of seed 000 sec. 7.2.1 (eq. 7.3) with the exponential-Gaussian
+The model is the DP-IBP of Doshi-Velez 2009, sec. 7.2.1 (eq. 7.3) with the exponential-Gaussian
 likelihood of its demonstration: every row ``n`` belongs to one category ``category[n]``
 (``C`` one-hot, a Chinese restaurant process with concentration ``alpha_C``), categories
 link features through ``M ~ IBP(alpha_M)`` over the ``L`` categories, ``Z = C M`` and
@@ -11,7 +11,7 @@ link features through ``M ~ IBP(alpha_M)`` over the ``L`` categories, ``Z = C M`
 ``(category, M, A)`` with the counts ``sizes = C.sum(0)`` and ``links = M.sum(0)``; empty
 categories and unlinked features are deleted as soon as they appear.
 
-One sweep is the seed's uncollapsed Gibbs sweep (sec. 7.2.1 and 7.3), written the way a
+One sweep is the uncollapsed Gibbs sweep of Doshi-Velez 2009 (sec. 7.2.1 and 7.3), written the way a
 careful researcher would write it in NumPy: vectorised over options, members and
 dimensions, with Python loops where the algorithm is sequential (rows, categories,
 features):

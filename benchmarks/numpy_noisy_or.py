@@ -1,6 +1,6 @@
 """The noisy-or IBP-IBP sampler in plain NumPy: the baseline of ``bench_hierarchy.py``.
 
-The model is the noisy-or IBP-IBP of seed 000 sec. 7.2.3 (eq. 7.8) with the
+The model is the noisy-or IBP-IBP of Doshi-Velez 2009, sec. 7.2.3 (eq. 7.8) with the
 exponential-Gaussian likelihood of its demonstration: rows own categories through
 ``C ~ IBP(alpha_C)`` (any number each), categories link features through
 ``M ~ IBP(alpha_M)`` over the ``L`` categories, ``s_nk = c_n . m_k`` counts the active

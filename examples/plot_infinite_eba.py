@@ -3,7 +3,7 @@
 Choice with latent aspects: the Paris-Rome example
 ==================================================
 
-Tversky's Paris-Rome example (seed 002 sec. 4.5.3, Table 4.1): four trips, P+ and P to
+Tversky's Paris-Rome example (Görür 2007, sec. 4.5.3, Table 4.1): four trips, P+ and P to
 Paris, R and R+ to Rome, the "+" trips with a small bonus. P+ always beats P and R+
 always beats R, yet Paris and Rome are equally liked, so P+ beats R only barely: a
 pattern the Bradley-Terry-Luce model, which gives each trip one strength, cannot
@@ -11,7 +11,7 @@ produce. :class:`~sklearn_ibp.InfiniteEBA` infers latent aspects shared by the t
 from 100 comparisons per pair and predicts the choice probabilities.
 
 Left: Table 4.1. Middle: the posterior mean predicted probabilities. Right: one sampled
-aspect matrix, each aspect shaded by its weight (as seed fig. 4.14-4.15): the first four
+aspect matrix, each aspect shaded by its weight (as in Görür 2007, figs. 4.14-4.15): the first four
 columns are the unique aspects, the others the IBP's aspects.
 """
 

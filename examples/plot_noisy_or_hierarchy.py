@@ -36,8 +36,8 @@ n_images = 150 if QUICK else 700
 # %%
 # The data
 # --------
-# 700 images of 6x6 pixels, as in the seed. ``Z`` says which shapes an image contains,
-# ``A`` holds the four shapes and ``C`` says which of the nine combinations an image took
+# 700 images of 6x6 pixels, as in Doshi-Velez 2009, sec. 7.2.1. ``Z`` says which shapes an image
+# contains, ``A`` holds the four shapes and ``C`` says which of the nine combinations an image took
 # (one each). The noise has standard deviation 0.5.
 
 X, Z, A, C = make_correlated_block_images(n_images, random_state=0)
@@ -147,8 +147,8 @@ fig.tight_layout()
 # likelihood cannot tell copies apart, the concentration ``alpha_categories``, resampled
 # at every sweep, grows with the number of categories, and a Gibbs sampler that moves one
 # image at a time empties a copy only slowly. The copies do not change what the model
-# says about the images, which the motifs show, but they are the mixing problem the seed
-# reports for these models (sec. 7.2.3 and 7.4): read ``motifs_`` rather than
+# says about the images, which the motifs show, but they are the mixing problem Doshi-Velez
+# (2009, sec. 7.2.3 and 7.4) reports for these models: read ``motifs_`` rather than
 # ``n_categories_``, and run several chains (``n_chains``) or more sweeps when the counts
 # matter.
 
@@ -174,7 +174,7 @@ fig.tight_layout()
 # several categories, and ``link="noisy_or"`` lets a category switch on each of its
 # features only most of the time (each active parent fails with probability ``q``). The
 # chain starts with ``init_iter`` sweeps of the DP-IBP and of the IBP-IBP before the
-# noisy-or model, as the seed initialises its richer models from simpler ones. ``q`` is
+# noisy-or model, as Doshi-Velez (2009) initialises richer models from simpler ones. ``q`` is
 # resampled too; these images were made with the plain "or", so it should end near zero,
 # where the noisy-or becomes the IBP-IBP.
 
@@ -203,7 +203,7 @@ fig.tight_layout()
 # %%
 # The shapes are found again, and usually a few features more: composites of shapes that
 # occur together in a combination, or copies of a shape. These "ghosts" and replicas are
-# the common failure of samplers of IBP-like models that the seed describes (sec. 7.2.3);
+# the common failure of samplers of IBP-like models that Doshi-Velez (2009, sec. 7.2.3) describes;
 # they tend to disappear with more sweeps, but slowly, and they do not keep the model
 # from reconstructing the images. An image may now be in several categories, so the
 # ``motif_counts_`` add up to more than the number of images. Memberships of categories

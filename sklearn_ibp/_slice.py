@@ -1,8 +1,8 @@
 """Univariate slice sampling (Neal 2003, "Slice sampling", sec. 4: stepping out and shrinkage).
 
 Used for the conditionals that are not of standard form in the DP mixture (Görür 2007,
-seed 002 sec. 3.3.2): the concentration ``alpha`` (eq. 3.22 with the prior of eq. 3.23) and
-the Wishart degrees of freedom ``beta`` (eqs. 3.58, 3.61). The seed samples the logarithm of
+Görür 2007, sec. 3.3.2): the concentration ``alpha`` (eq. 3.22 with the prior of eq. 3.23) and
+the Wishart degrees of freedom ``beta`` (eqs. 3.58, 3.61). Görür (2007) samples the logarithm of
 both with adaptive rejection sampling because it is log-concave; a slice-sampling update is
 an exact MCMC update for the same target and needs no derivative or envelope.
 """

@@ -204,8 +204,8 @@ def make_dd_ibp(
 ):
     """Draw a feature matrix from the dd-IBP prior, and data from the linear-Gaussian model.
 
-    ``(Z, c*, C) ~ ddIBP(D, alpha, f)`` by the generative process of seed ``004``,
-    sec. 2.2 (:func:`sklearn_ibp.priors.sample_ddibp`); then, unless ``n_dims`` is None,
+    ``(Z, c*, C) ~ ddIBP(D, alpha, f)`` by the generative process of Gershman, Frazier and Blei
+    2015, sec. 2.2 (:func:`sklearn_ibp.priors.sample_ddibp`); then, unless ``n_dims`` is None,
     ``A_kd ~ N(0, sigma_a^2)`` and ``X = Z A + N(0, sigma_x^2)``.
 
     Parameters
@@ -223,7 +223,7 @@ def make_dd_ibp(
     covariates : array-like of shape (n_samples, n_covariates) or (n_samples,), default=None
         Covariates the distances are computed from with ``metric``. When neither this nor
         ``distances`` is given, the covariate is the row index, ``d_ij = |i - j|`` (the
-        time distance of the seed's Fig. 3).
+        time distance of Fig. 3 of Gershman, Frazier and Blei 2015).
     distances : array-like of shape (n_samples, n_samples), default=None
         A precomputed distance matrix, instead of ``covariates``.
     metric : str or callable, default="euclidean"
@@ -292,7 +292,7 @@ def make_correlated_block_images(
     Parameters
     ----------
     n_samples : int, default=700
-        Number of images (700 as in the seed).
+        Number of images (700, as in Doshi-Velez 2009, sec. 7.2.1).
     noise : float, default=0.5
         Standard deviation of the pixel noise.
     overlap : bool, default=False
@@ -334,15 +334,15 @@ def make_correlated_block_images(
     return X, Z, A, C
 
 
-# -- paired comparisons (seed 002 sec. 4.5.3) ---------------------------------------------
+# -- paired comparisons (Görür 2007, sec. 4.5.3) ---------------------------------------------
 
-#: The alternatives of the Paris-Rome example, in the order of seed 002 Table 4.1: a trip
+#: The alternatives of the Paris-Rome example, in the order of Görür 2007, Table 4.1: a trip
 #: to Paris with a small bonus, to Paris, to Rome, to Rome with the bonus.
 PARIS_ROME_ALTERNATIVES = ("P+", "P", "R", "R+")
 
-#: Seed 002 Table 4.1 as ``P[i, j]``, the probability that alternative ``i`` (row) is
+#: Görür 2007, Table 4.1 as ``P[i, j]``, the probability that alternative ``i`` (row) is
 #: chosen over ``j`` (column), alternatives in :data:`PARIS_ROME_ALTERNATIVES` order.
-#: (The seed prints the transpose: "columns are chosen over rows".)
+#: (Görür 2007 prints the transpose: "columns are chosen over rows".)
 PARIS_ROME_TABLE = np.array([
     [0.50, 1.00, 0.52, 0.50],
     [0.00, 0.50, 0.50, 0.48],
@@ -392,7 +392,7 @@ def sample_comparisons(P, n_comparisons=100, random_state=None):
 
 
 def make_paris_rome(n_comparisons=100, bonus=1 / 12, random_state=None):
-    """Paired comparisons of the Paris-Rome example (Tversky 1972; seed 002 sec. 4.5.3).
+    """Paired comparisons of the Paris-Rome example (Tversky 1972; Görür 2007, sec. 4.5.3).
 
     Four trips, in the order of :data:`PARIS_ROME_ALTERNATIVES`: P+ and P share an aspect
     "Paris" of weight 1, R and R+ an aspect "Rome" of weight 1, and P+ and R+ a bonus of
@@ -400,14 +400,14 @@ def make_paris_rome(n_comparisons=100, bonus=1 / 12, random_state=None):
     and the bonus tips ``P(P+ over R) = (1 + bonus) / (2 + bonus)``: patterns that the
     Bradley-Terry-Luce model cannot produce.
 
-    The seed's text gives the bonus as ``0.01 w``, but its Table 4.1 (0.52 and 0.48) is
+    Görür's (2007) text gives the bonus as ``0.01 w``, but its Table 4.1 (0.52 and 0.48) is
     that of a bonus of ``w / 12``, the default here, which reproduces the table exactly
     (:data:`PARIS_ROME_TABLE`); ``bonus=0.01`` gives 0.5025 instead.
 
     Parameters
     ----------
     n_comparisons : int, default=100
-        Comparisons per pair (the seed uses 100).
+        Comparisons per pair (Görür 2007 uses 100).
     bonus : float, default=1/12
         Weight of the bonus aspect relative to a city's.
     random_state : int, RandomState instance or None, default=None
@@ -431,7 +431,7 @@ def make_paris_rome(n_comparisons=100, bonus=1 / 12, random_state=None):
 
 def make_tree_eba(n_comparisons=100, unique_weights=(0.5, 1.0, 2.0) * 3,
                   group_weights=(2.0, 4.0, 8.0), random_state=None):
-    """Paired comparisons from an EBA model with a tree of aspects (seed 002 sec. 4.5.3,
+    """Paired comparisons from an EBA model with a tree of aspects (Görür 2007, sec. 4.5.3,
     the celebrities design of Rumelhart and Greeno 1971, fig. 4.16).
 
     Nine alternatives in three groups of three (alternatives ``3g``, ``3g + 1``, ``3g +

@@ -16,7 +16,7 @@ well those chains mix:
 * :func:`r_hat`: the rank-normalised split R-hat of Vehtari et al. (2021), the larger of
   the split R-hat of the rank-normalised draws and of their folded values (distance to the
   median); ``method="split"`` is the split R-hat of BDA3 (sec. 11.4) on the raw draws.
-* :func:`hairiness_index`: the CUSUM hairiness index of Brooks (1998), used in seed 000
+* :func:`hairiness_index`: the CUSUM hairiness index of Brooks (1998), used in Doshi-Velez 2009,
   sec. 5.3 to judge the mixing of the hyperparameters.
 * :func:`convergence_summary`: all of these for every trace of a fitted estimator.
 * :func:`to_inference_data`: the traces as an ArviZ ``InferenceData``.
@@ -240,12 +240,12 @@ def _slope_changes(x) -> np.ndarray:
 
 
 def hairiness_index(x: ArrayLike) -> float | np.ndarray:
-    """The CUSUM hairiness index of a chain (Brooks 1998; seed 000 sec. 5.3).
+    """The CUSUM hairiness index of a chain (Brooks 1998; Doshi-Velez 2009, sec. 5.3).
 
     The CUSUM path of draws ``x_1..x_T`` is ``S_t = sum_{i <= t} (x_i - mean(x))``. Its
     slope at ``t`` is ``x_t - mean(x)``; ``d_t = 1`` when the slope changes sign between
     ``t - 1`` and ``t`` (a strict local extremum of the path), and the hairiness is the
-    fraction of such turns, ``D_T = sum_{t=2..T} d_t / (T - 1)``: seed 000's
+    fraction of such turns, ``D_T = sum_{t=2..T} d_t / (T - 1)``: Doshi-Velez's (2009)
     ``D_t = (1/t) sum d_tau`` with ``d_tau = [sign(s_tau - s_tau-1) != sign(s_tau-1 -
     s_tau-2)]`` on the CUSUM path ``s = S``. A well-mixing chain crosses its mean often:
     for independent draws symmetric about their mean, ``d_t`` are Bernoulli(1/2) and

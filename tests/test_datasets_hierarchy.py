@@ -1,4 +1,4 @@
-"""The correlated block images of seed 000 ch. 7: combinations, their union, bad input."""
+"""The correlated block images of Doshi-Velez 2009, ch. 7: combinations, their union, bad input."""
 
 import numpy as np
 import pytest

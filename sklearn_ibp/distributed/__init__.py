@@ -1,4 +1,4 @@
-"""Data-parallel inference past one machine (seed 000 ch. 5): the rows are split into
+"""Data-parallel inference past one machine (Doshi-Velez 2009, ch. 5): the rows are split into
 shards that sample in parallel, on threads of this process or on the workers of a Dask
 cluster, and exchange sufficient statistics by message passing."""
 

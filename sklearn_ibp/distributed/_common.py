@@ -120,7 +120,7 @@ def map_message_ids(stats, sent_ids, counts):
 
 
 class AsynchronousRoundsMixin:
-    """Asynchronous operation (seed 000 sec. 5.1) of a data-parallel solver.
+    """Asynchronous operation (Doshi-Velez 2009, sec. 5.1) of a data-parallel solver.
 
     No shard waits for the others: the root takes in each shard's message as it comes
     back (in shard order, so that a fit is reproducible bit for bit whatever the backend)

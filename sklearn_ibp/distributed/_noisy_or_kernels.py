@@ -1,4 +1,4 @@
-"""Numba kernels of one shard of the data-parallel noisy-or sampler (seed 000 sec. 5.1).
+"""Numba kernels of one shard of the data-parallel noisy-or sampler (Doshi-Velez 2009, sec. 5.1).
 
 The rows are swept by the serial kernel of :class:`~sklearn_ibp.solvers.MetropolisIBP`,
 :func:`~sklearn_ibp.solvers.ibp_explicit._metropolis_kernels.metropolis_rows`, with its shard

@@ -1,9 +1,9 @@
-"""What one processor of the data-parallel noisy-or sampler does (seed 000 sec. 5.1).
+"""What one processor of the data-parallel noisy-or sampler does (Doshi-Velez 2009, sec. 5.1).
 
 The binary model is not conjugate, so the feature posterior is kept as a product of
 Bernoullis ``Q(A)`` in natural parameters: ``eta = logit(p_a) + sum_p lambda^p`` (K x D
 log odds), where ``lambda^p`` is shard ``p``'s message, the contribution of its
-likelihood (an EP-style projection; the seed's "projection of P onto an exponential
+likelihood (an EP-style projection; Doshi-Velez's (2009) "projection of P onto an exponential
 family"). In a round, shard ``p``
 
 1. forms its cavity ``eta^{-p} = logit(p_a) + (Lambda - lambda^p)`` (``Lambda`` the sum of
@@ -18,7 +18,7 @@ family"). In a round, shard ``p``
    propose new features, the others may only drop), then every ``a_kd`` from its
    conditional with prior log odds ``eta^{-p}_kd`` (``logit(p_a)`` for a feature created
    this round); the conditional probabilities are averaged over the sweeps into the tilted
-   marginal ``q_kd`` (the seed counts how often ``a_kd = 1``; averaging the probabilities
+   marginal ``q_kd`` (Doshi-Velez 2009 counts how often ``a_kd = 1``; averaging the probabilities
    the draws came from is the Rao-Blackwellised, lower-variance version of that count);
 3. sends ``lambda^p = logit(q) - eta^{-p}`` (``q`` averaged in log space, so that
    ``logit(q)`` keeps its precision near 0 and 1: with one sweep the message is the
@@ -202,7 +202,7 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
         refresh_counts(Z, A, K, pred, counts_work)
         position = 0
         K_before = K
-        # Which features' z_nk this sweep updates: all, or (seed 000 sec. 5.1, feature
+        # Which features' z_nk this sweep updates: all, or (Doshi-Velez 2009, sec. 5.1, feature
         # sub-sampling) a random subset chosen afresh each sweep; new slots always.
         sampled = np.ones(Z.shape[1], dtype=np.int8)
         if message.feature_subsample is not None and K > 0:
@@ -246,8 +246,8 @@ def run_noisy_or_round(data: NoisyOrShardData, shard: NoisyOrShardState,
         np.logaddexp(log_q_sum[:K], -np.logaddexp(0.0, -cond[:K]), out=log_q_sum[:K])
         np.logaddexp(log_r_sum[:K], -np.logaddexp(0.0, cond[:K]), out=log_r_sum[:K])
         seen[:K] += 1
-    # logit(q) with q the average of the conditional probabilities (the count of the
-    # seed's a_kd = 1, Rao-Blackwellised); a feature seen in no sweep keeps its cavity.
+    # logit(q) with q the average of the conditional probabilities (the count of
+    # a_kd = 1 in Doshi-Velez 2009, Rao-Blackwellised); a feature seen in no sweep keeps its cavity.
     logit_q = np.where(seen[:K, None] > 0, log_q_sum[:K] - log_r_sum[:K], prior_log_odds[:K])
     lam = np.clip(logit_q - prior_log_odds[:K], -LAMBDA_CLIP, LAMBDA_CLIP)
     lam = np.where(touched[:K] > 0, lam, 0.0)

@@ -1,4 +1,4 @@
-"""What one processor of the data-parallel sampler does (seed 000 sec. 5.1).
+"""What one processor of the data-parallel sampler does (Doshi-Velez 2009, sec. 5.1).
 
 A shard is a block of rows. Between synchronisations it runs accelerated Gibbs sweeps
 (:func:`sklearn_ibp.solvers.ibp._accelerated_kernels.sweep_accelerated`) on its own rows
@@ -233,7 +233,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         order = rng.permutation(N_p).astype(np.int64)
         sampled = np.ones(Z.shape[1], dtype=np.int8)
         if message.feature_subsample is not None and K > 0:
-            # Seed 000 sec. 5.1: a random subset of the features, chosen afresh each sweep.
+            # Doshi-Velez 2009, sec. 5.1: a random subset of the features, chosen afresh each sweep.
             n_keep = max(1, int(np.ceil(message.feature_subsample * K)))
             sampled[:K] = 0
             sampled[rng.choice(K, size=n_keep, replace=False)] = 1

@@ -17,7 +17,7 @@ estimator) has the three phases of sec. 5.1:
 Only the shard holding the token may create features (it appends them after the global
 ones, so feature ``k`` is the same feature on every shard); the token moves on to the next
 shard at each round. The approximation is that a shard samples given the others' state at
-the last synchronisation; the seed reports (sec. 5.2) that it behaves like the exact
+the last synchronisation; Doshi-Velez (2009, sec. 5.2) reports that it behaves like the exact
 sampler, with a slight bias toward fewer features from the latency of new features.
 ``correction="metropolis"`` runs that exact sampler instead (:mod:`._metropolis`).
 """
@@ -68,18 +68,18 @@ def _pad_to(array, K, square=False):
 
 
 class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, BaseIBPSolver):
-    """Data-parallel accelerated Gibbs sampler (seed 000 ch. 5), in-process or on Dask.
+    """Data-parallel accelerated Gibbs sampler (Doshi-Velez 2009, ch. 5), in-process or on Dask.
 
     Parameters
     ----------
     n_shards : int, default=2
-        Number of blocks of rows sampled in parallel (processors ``p`` in the seed). One
-        shard is the serial :class:`~sklearn_ibp.solvers.AcceleratedIBP` (same draws at
+        Number of blocks of rows sampled in parallel (processors ``p`` in Doshi-Velez 2009, ch. 5).
+        One shard is the serial :class:`~sklearn_ibp.solvers.AcceleratedIBP` (same draws at
         the same seed, bit for bit, with ``sweeps_per_sync=1``).
     sweeps_per_sync : int, default=1
         Accelerated sweeps each shard runs between two synchronisations; one estimator
         iteration is one synchronisation. More sweeps mean less communication and more
-        latency between shards (the seed found 10 to 20 costing little mixing, Fig. 5.7).
+        latency between shards (Doshi-Velez 2009 found 10 to 20 costing little mixing, Fig. 5.7).
     mode : {"synchronous", "asynchronous"}, default="synchronous"
         Synchronous: every shard waits for all the others at each synchronisation, and
         all start the next round from the same totals. Asynchronous (sec. 5.1,
@@ -124,12 +124,12 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         posterior given ``K <= metropolis_max_features``. Two exchanges of messages per
         round; ``sweeps_per_sync`` sweeps of those rows per proposal; only synchronous
         ``mode``. On 1000 block images with 5 shards the defaults accept 0.30, 0.11 and
-        0.03 of the proposals for 1, 5 and 10 rows per shard (the seed's Table 5.1: 0.11,
+        0.03 of the proposals for 1, 5 and 10 rows per shard (Doshi-Velez 2009, Table 5.1: 0.11,
         0.012 and 0.006), but ``Z`` changes in only 1-3% of the rounds: a round changes
         at most ``metropolis_rows`` rows per shard, so this is for checking the
         approximate sampler, not for fitting.
     metropolis_rows : int, default=1
-        Rows each shard may change in one proposal (the seed's ``n`` = 1, 5, 10).
+        Rows each shard may change in one proposal (1, 5 and 10 in Doshi-Velez 2009, Table 5.1).
     metropolis_max_features : int, default=30
         Column slots ``K_cap`` of the exact sampler's labelled matrix: the chain never
         has more features. A ``Z`` with more is refused when the exact sampler starts.
@@ -139,7 +139,7 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
     fuzz_free_slots : int >= 1 or None, default=2
         The fuzz touches, in the chosen rows, the slots that a row outside them uses and
         this many of the other slots (the lowest); None: all ``metropolis_max_features``
-        slots, eq. 5.4 as the seed writes it, where nearly every proposal switches on
+        slots, eq. 5.4 as Doshi-Velez (2009) writes it, where nearly every proposal switches on
         some empty slot. Both directions of a move fuzz the same slots, so the chain
         stays exact.
     correction_after : int, default=0
@@ -240,7 +240,7 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         if self.correction == "metropolis" and self.mode == "asynchronous":
             raise ValueError(
                 "correction='metropolis' needs mode='synchronous': every shard must wait "
-                "for the root's accept/reject decision (seed 000 sec. 5.2)."
+                "for the root's accept/reject decision (Doshi-Velez 2009, sec. 5.2)."
             )
         if self.n_shards > N:
             raise ValueError(
@@ -343,7 +343,7 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
             if self.mode == "asynchronous":
                 raise ValueError(
                     "correction='metropolis' needs mode='synchronous': every shard must "
-                    "wait for the root's accept/reject decision (seed 000 sec. 5.2)."
+                    "wait for the root's accept/reject decision (Doshi-Velez 2009, sec. 5.2)."
                 )
             _metropolis.initialize(self, state)
         elif not self._exact_now(state) and "mh" in st:
@@ -496,7 +496,7 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
     def residual_sum_of_squares(self, state, A) -> float:
         """``sum (X - Z A)^2``: with several shards (or asynchronously) from the summed
         statistics, ``sum X^2 - 2 <A, Z^T X> + <A, Z^T Z A>``, at the root without a
-        round trip (the seed's "computed in a distributed fashion"); a lone synchronous
+        round trip (Doshi-Velez's (2009) "computed in a distributed fashion"); a lone synchronous
         shard sums its residuals directly, as the serial sampler does."""
         if self.mode == "asynchronous" or len(state.stats["shards"]) > 1:
             gram, cross = self.sufficient_statistics(state)

@@ -1,4 +1,4 @@
-"""Data-parallel sampling of the binary (leaky noisy-or) IBP model (seed 000 sec. 5.1).
+"""Data-parallel sampling of the binary (leaky noisy-or) IBP model (Doshi-Velez 2009, sec. 5.1).
 
 The non-conjugate procedure of sec. 5.1 ("for the Bernoulli model, the statistics
 correspond to counts on how often each element ``A_kd`` is equal to one"): the feature
@@ -84,7 +84,7 @@ def _sum_tables(shards):
 
 
 class ParallelNoisyOrIBP(AsynchronousRoundsMixin, DistributedSolverMixin, ExplicitFeatureSolver):
-    """Data-parallel sampler of the leaky noisy-or IBP model (seed 000 sec. 5.1).
+    """Data-parallel sampler of the leaky noisy-or IBP model (Doshi-Velez 2009, sec. 5.1).
 
     Serves ``IBPFactorAnalysis(likelihood="noisy_or")`` only. Synchronous: one estimator
     iteration is one round, in which every shard runs ``sweeps_per_sync`` uncollapsed
@@ -106,8 +106,8 @@ class ParallelNoisyOrIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Explic
     messages at the last synchronisation, and ``Q(A)`` is a product of Bernoullis
     refitted each round from Monte Carlo marginals (an EP-style projection, without
     damping). New features appear only on the token holders and reach the others one round
-    later (the seed's bias toward fewer features, sec. 5.2): on 2000 block images with 4
-    shards and 40 iterations, all four true features were found in 8 of 10 runs with one
+    later (the bias toward fewer features of Doshi-Velez 2009, sec. 5.2): on 2000 block images with
+    4 shards and 40 iterations, all four true features were found in 8 of 10 runs with one
     token and in 10 of 10 with ``n_tokens=2`` (serial MetropolisIBP 10 of 10; see the
     data-parallel page of the docs).
 

@@ -457,7 +457,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         ``p(x_i | X_{-i})`` is the harmonic mean over the kept samples of
         ``p(x_i | c_{-i}, X_{-i})`` (the conditional predictive ordinate): with weights
         ``1 / p(x_i | ...)`` the posterior given all rows becomes the posterior without row
-        ``i``. This is the measure of the seed's Table 3.1 (sec. 3.3.3), without refitting
+        ``i``. This is the measure of Görür's (2007) Table 3.1 (sec. 3.3.3), without refitting
         ``N`` times.
 
         Returns

@@ -546,7 +546,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
 
         With ``s`` the standard deviation of the modelled entries (1 for constant data),
         ``sigma_a`` defaults to ``0.75 s``; ``sigma_x`` to ``0.25 s`` when it stays fixed
-        (seed 000 sec. 4.4) and to ``s`` when it is sampled: the chain starts with all
+        (Doshi-Velez 2009, sec. 4.4) and to ``s`` when it is sampled: the chain starts with all
         variation as noise and adds features as the data support them, which is far
         quicker than shedding the many features a small noise level first creates.
         """
@@ -856,7 +856,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         if self.n_components_ == 0:
             return np.zeros((Xc.shape[0], 0))
         if getattr(self, "_variational", None) is not None:
-            # The variational E-step with the features held fixed (seed 000 appendix B.2).
+            # The variational E-step with the features held fixed (Doshi-Velez 2009, appendix B.2).
             observed = ~np.isnan(Xc)
             nu = self._solver.e_step(self._variational, np.where(observed, Xc, 0.0),
                                      observed.astype(np.float64))

@@ -1,4 +1,4 @@
-"""InfiniteEBA: elimination by aspects with an IBP prior over the aspects (seed 002
+"""InfiniteEBA: elimination by aspects with an IBP prior over the aspects (Görür 2007,
 sec. 4.5)."""
 
 from __future__ import annotations
@@ -42,7 +42,7 @@ sample_alpha : bool, default=True
     warm_start="The number of alternatives must be unchanged.",
 )
 class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
-    """Elimination by aspects with infinitely many latent aspects (seed 002 sec. 4.5).
+    """Elimination by aspects with infinitely many latent aspects (Görür 2007, sec. 4.5).
 
     A pairwise choice model: ``N`` alternatives have binary latent aspects ``Z`` with an
     Indian buffet process prior and positive weights ``w_k ~ Gamma(a, 1)``; every
@@ -75,7 +75,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         that the aspects make certain from having probability 1.
     weight_shape : float, default=0.25
         Shape ``a`` of the ``Gamma(a, 1)`` prior of every aspect weight and unique weight
-        (the seed's eq. 4.67 is ``a = 1``; the rate does not matter, eq. 4.63 depends on
+        (Görür's (2007) eq. 4.67 is ``a = 1``; the rate does not matter, eq. 4.63 depends on
         ratios of weights only). A smaller shape puts more prior mass on weights near
         zero relative to the others: a choice that the data make (almost) certain, such
         as P+ over P in the Paris-Rome example, needs the loser's unique weight to be
@@ -91,7 +91,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     n_alternatives : int or None, default=None
         Number of alternatives; None infers the largest index in ``X`` plus one.
     unique_aspects : bool, default=True
-        Give each alternative a unique aspect (the seed's model). Without them two
+        Give each alternative a unique aspect (Görür's (2007) model). Without them two
         alternatives with the same aspects are chosen with probability 1/2 (``0/0 = 1/2``
         in eq. 4.63).
     solver : "slice" or SliceEBA, default="slice"
@@ -111,7 +111,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         averaged over the kept samples; 1/2 on the diagonal.
     eba_probabilities_ : ndarray of shape (n_alternatives, n_alternatives)
         Posterior mean of the EBA probability ``p_ij`` of eq. 4.63 itself, without the
-        lapse: the quantity of the seed's Table 4.1, and the probabilities of data drawn
+        lapse: the quantity of Görür's (2007) Table 4.1, and the probabilities of data drawn
         from an EBA model without lapses (:func:`~sklearn_ibp.datasets.make_paris_rome`).
         ``choice_probabilities_ = (1 - lapse) eba_probabilities_ + lapse / 2``.
     aspects_ : ndarray of shape (n_alternatives, n_aspects), int8

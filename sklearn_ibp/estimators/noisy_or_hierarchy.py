@@ -1,4 +1,4 @@
-"""NoisyOrHierarchy: correlated latent features through categories (seed 000 chapter 7)."""
+"""NoisyOrHierarchy: correlated latent features through categories (Doshi-Velez 2009, chapter 7)."""
 
 from __future__ import annotations
 
@@ -146,7 +146,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         a configured instance of it.
     init_iter : int, default=20
         Sweeps of each simpler model a chain runs before the requested one: the DP-IBP,
-        then the IBP-IBP, then the noisy-or (the seed's initialisation, sec. 7.3). They
+        then the IBP-IBP, then the noisy-or (the initialisation of Doshi-Velez 2009, sec. 7.3). They
         are not recorded in the traces.
     %(loop_parameters)s
 

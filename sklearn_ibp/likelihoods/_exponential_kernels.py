@@ -1,4 +1,4 @@
-"""Numba kernels of the exponential-Gaussian likelihood (seed 000 appendix A.2).
+"""Numba kernels of the exponential-Gaussian likelihood (Doshi-Velez 2009, appendix A.2).
 
 Given everything else, one feature value ``a_kd`` has a Gaussian likelihood times an
 exponential prior, which is a Gaussian truncated to ``[0, inf)``. :func:`draw_nonnegative_normal`

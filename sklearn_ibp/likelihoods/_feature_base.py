@@ -1,6 +1,6 @@
 """The contract of an observation model that keeps the features ``A`` explicit.
 
-Samplers that cannot integrate ``A`` out (the correlated feature hierarchies of seed 000
+Samplers that cannot integrate ``A`` out (the correlated feature hierarchies of Doshi-Velez 2009,
 chapter 7, the uncollapsed and stick-breaking IBP samplers) talk to a likelihood through
 this interface. A likelihood object is stateless: its parameters travel in a plain ``dict``
 (``params``) owned by the sampler's state, so states pickle and copy cheaply.

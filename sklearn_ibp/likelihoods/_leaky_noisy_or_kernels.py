@@ -1,4 +1,4 @@
-"""Numba kernels of the leaky noisy-or likelihood (seed 000 appendix A.3, eq. A.4).
+"""Numba kernels of the leaky noisy-or likelihood (Doshi-Velez 2009, appendix A.3, eq. A.4).
 
 Row ``n`` reaches dimension ``d`` through ``c_nd = (z_n A)_d`` active features; each of
 them fails to switch ``x_nd`` on with probability ``lambda`` and the leak fails with
@@ -45,7 +45,7 @@ def log_prob_one_table(noise, max_count):
 
 @njit(cache=True)
 def sweep_noisy_or_features(A, counts, X, observed, feature_ptr, feature_rows, noise, p_a, rng):
-    """One Gibbs sweep over every binary ``a_kd``, in place (seed 000 appendix A.3).
+    """One Gibbs sweep over every binary ``a_kd``, in place (Doshi-Velez 2009, appendix A.3).
 
     With ``c = c_nd - a_kd`` the count of the row's other features reaching ``d``, switching
     ``a_kd`` on adds, for each observed row with ``z_nk = 1``, ``log lambda`` to the log odds

@@ -1,7 +1,7 @@
 """The interface of a DP mixture's base distribution and component model.
 
 A *base* is ``G_0`` together with the component density ``F(x | theta)`` (Görür 2007,
-seed 002 sec. 3.3-3.4). It owns ``G_0``'s hyperparameters (and their hyperpriors), and
+Görür 2007, sec. 3.3-3.4). It owns ``G_0``'s hyperparameters (and their hyperpriors), and
 every solver talks to components only through these methods, so a solver written against
 this interface serves every base with the methods it needs.
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the binary detection likelihood (seed 000 appendix A.3, sec. 7.3).
+"""Numba kernels of the binary detection likelihood (Doshi-Velez 2009, appendix A.3, sec. 7.3).
 
 Dimension ``d`` of row ``n`` is reached when ``c_nd = (z_n A)_d > 0``, the count of the
 row's active features that include ``d``; then ``P(x_nd = 1) = 1 - m_d`` (``m_d`` a miss

@@ -6,7 +6,7 @@ log_weight, leave_const)``:
 
 * ``counts[s]`` = ``n``, ``sums[s]`` = ``sum x`` (D,), ``means[s]`` = ``xi*`` (D,);
 * ``chol[s]`` = lower Cholesky factor of ``W* = beta W + C + (rho n / kappa)(xbar - xi)
-  (xbar - xi)^T`` (D, D) (the seed's W* of eq. 3.65), ``logdet[s] = log|W*|``;
+  (xbar - xi)^T`` (D, D) (the W* of Görür 2007, eq. 3.65), ``logdet[s] = log|W*|``;
 * ``log_const[s]`` = the row-independent part of the Student-t predictive (eq. 3.65),
   ``-D/2 log pi + D/2 log(kappa/(kappa+1)) + lgamma((nu+1)/2) - lgamma((nu+1-D)/2)
   - 1/2 log|W*|`` with ``kappa = rho + n`` and ``nu = beta + n``;

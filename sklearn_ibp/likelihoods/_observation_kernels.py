@@ -9,14 +9,15 @@ kernels cache):
   variances and ``noise[1]`` their logarithms) or :data:`OBSERVE_DETECTION` (binary
   ``x_nd``; the feature pattern reaches dimension ``d`` when ``pred_nd > 0.5``; then
   ``P(x_nd = 1) = 1 - noise[1, d]`` (a miss rate), otherwise ``P(x_nd = 1) = noise[0, d]``
-  (a false-detection rate); seed 000 sec. 7.3) or :data:`OBSERVE_NOISY_OR` (binary ``x_nd``;
-  the leaky noisy-or of seed 000 eq. A.4, ``P(x_nd = 1) = 1 - eps lambda^pred_nd`` with
-  ``pred_nd`` the count of the row's active features that include ``d``; ``noise[0, d]``
-  holds ``log eps`` and ``noise[1, d]`` holds ``log lambda``, so that
+  (a false-detection rate); Doshi-Velez 2009, sec. 7.3) or :data:`OBSERVE_NOISY_OR` (binary
+  ``x_nd``; the leaky noisy-or of Doshi-Velez 2009, eq. A.4,
+  ``P(x_nd = 1) = 1 - eps lambda^pred_nd`` with ``pred_nd`` the count of the row's active
+  features that include ``d``; ``noise[0, d]`` holds ``log eps`` and ``noise[1, d]`` holds
+  ``log lambda``, so that
   ``log P(x_nd = 0) = noise[0, d] + pred_nd * noise[1, d]`` takes no logarithm per entry).
 * ``prior_kind`` says how a new feature row ``a_k`` is drawn from its prior:
   :data:`PRIOR_GAUSSIAN` (``N(0, prior[0]^2)``), :data:`PRIOR_EXPONENTIAL` (rate
-  ``prior[0]``, seed 000 appendix A.2) or :data:`PRIOR_BERNOULLI` (``P(a_kd = 1) =
+  ``prior[0]``, Doshi-Velez 2009, appendix A.2) or :data:`PRIOR_BERNOULLI` (``P(a_kd = 1) =
   prior[0]``, appendix A.3).
 """
 

@@ -1,4 +1,4 @@
-"""Numba kernels of the real-weighted latent feature model (seed 002 sec. 4.4, eq. 4.62).
+"""Numba kernels of the real-weighted latent feature model (Görür 2007, sec. 4.4, eq. 4.62).
 
 ``x_n ~ N(w_n A, diag(v))`` with ``w_nk = z_nk y_nk``, ``y_nk ~ N(0, 1)`` and
 ``a_kd ~ N(0, s_a^2)``. The kernels read the noise variances ``v_d`` from the same

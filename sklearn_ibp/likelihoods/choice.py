@@ -2,11 +2,11 @@
 
 Plain NumPy: the reference that the numba kernels of
 :mod:`sklearn_ibp.solvers.eba._eba_slice_kernels` are tested against, and what the
-estimator :class:`~sklearn_ibp.InfiniteEBA` uses to predict. Seed 002 sec. 4.5.1.
+estimator :class:`~sklearn_ibp.InfiniteEBA` uses to predict. Görür 2007, sec. 4.5.1.
 
 Alternatives ``i = 0 .. N-1`` have binary aspects ``Z`` (N, K) with positive weights
 ``w`` (K,), and every alternative also has a unique aspect of its own with weight
-``u_i`` (the BTL part of the model, seed 002 fig. 4.14-4.15). In a paired comparison the
+``u_i`` (the BTL part of the model, Görür 2007, fig. 4.14-4.15). In a paired comparison the
 aspects both alternatives share cannot decide the choice, so (eq. 4.63)
 
 ``p_ij = a_ij / (a_ij + a_ji)``,  ``a_ij = u_i + sum_k w_k z_ik (1 - z_jk)``,
@@ -131,7 +131,7 @@ def bradley_terry_probabilities(strengths) -> np.ndarray:
 def fit_bradley_terry(wins, l2=0.0) -> np.ndarray:
     """Maximum-likelihood Bradley-Terry-Luce log strengths from a win-count matrix.
 
-    The BTL model is the EBA model with unique aspects only (seed 002 sec. 4.5.1):
+    The BTL model is the EBA model with unique aspects only (Görür 2007, sec. 4.5.1):
     ``P(i beats j) = s_i / (s_i + s_j)``. The log strengths are found by L-BFGS on the
     negative log-likelihood (convex in them), centred to mean zero.
 

@@ -1,4 +1,4 @@
-"""The exponential-Gaussian likelihood ``X = Z A + E`` with non-negative features (seed 000
+"""The exponential-Gaussian likelihood ``X = Z A + E`` with non-negative features (Doshi-Velez 2009,
 appendix A.2, and the continuous-data model of sec. 7.3).
 
 ``a_kd ~ Exponential(rate)`` and ``e_nd ~ N(0, sigma_x^2)``. ``A`` cannot be integrated out,
@@ -25,7 +25,7 @@ __all__ = ["ExponentialGaussian"]
 
 
 class ExponentialGaussian(_GaussianNoise):
-    """The exponential-Gaussian model (seed 000 appendix A.2, sec. 7.3).
+    """The exponential-Gaussian model (Doshi-Velez 2009, appendix A.2, sec. 7.3).
 
     ``x_n = z_n A + e_n`` with ``a_kd ~ Exponential(rate)`` (non-negative features) and
     ``e_nd ~ N(0, sigma_x^2)``. Parameters: ``params = {"sigma_x": float, "rate": float}``,

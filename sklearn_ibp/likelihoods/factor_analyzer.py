@@ -1,4 +1,4 @@
-"""The factor-analyser base of a DP mixture: DPMFA (Görür 2007, seed 002 sec. 3.4).
+"""The factor-analyser base of a DP mixture: DPMFA (Görür 2007, sec. 3.4).
 
 A component is a factor analyser, ``x = Lambda z + mu + eps`` with ``z ~ N(0, I_q)`` and
 ``eps ~ N(0, Psi)``, ``Psi`` diagonal; with the factors integrated out it is the Gaussian

@@ -1,4 +1,4 @@
-"""Binary data from binary features through a leaky noisy-or (seed 000 appendix A.3, eq. A.4).
+"""Binary data from binary features through a leaky noisy-or (Doshi-Velez 2009, eq. A.4).
 
 Each ``a_kd`` is 1 with probability ``p_a`` ("``A`` is also a binary matrix in which each
 element ``A_kd`` has an independent probability of ``p_A`` to be one"). Row ``n`` reaches
@@ -12,9 +12,9 @@ fails with probability ``eps``. Unlike the per-dimension detection model of sec.
 (:class:`~sklearn_ibp.likelihoods.BinaryDetection`), the chance of a one grows with every
 reaching feature, and ``eps`` and ``lambda`` are shared by all dimensions.
 
-The seed gives no priors for ``eps``, ``lambda`` and ``p_A``; here each has a vague
+Doshi-Velez (2009) gives no priors for ``eps``, ``lambda`` and ``p_A``; here each has a vague
 ``Beta(1, 1)`` prior (changeable through the constructor). ``A`` cannot be integrated
-out; as the seed says, each ``a_kd`` is Gibbs-sampled from its two-point conditional
+out; as Doshi-Velez (2009) says, each ``a_kd`` is Gibbs-sampled from its two-point conditional
 (:mod:`._leaky_noisy_or_kernels`).
 """
 
@@ -54,7 +54,7 @@ def _check_beta_prior(prior, name):
 
 
 class LeakyNoisyOr(FeatureLikelihood):
-    """Binary features observed through a leaky noisy-or (seed 000 appendix A.3, eq. A.4).
+    """Binary features observed through a leaky noisy-or (Doshi-Velez 2009, appendix A.3, eq. A.4).
 
     ``a_kd ~ Bernoulli(p_a)``; ``P(x_nd = 1 | z_n, A) = 1 - epsilon * lambda^((z_n A)_d)``.
     Parameters: ``params = {"epsilon": float, "lambda": float, "p_a": float}``, all three
@@ -67,8 +67,8 @@ class LeakyNoisyOr(FeatureLikelihood):
     Parameters
     ----------
     epsilon_prior, lambda_prior, p_a_prior : tuple of two floats, default=(1.0, 1.0)
-        Beta prior ``(a, b)`` of ``epsilon``, ``lambda`` and ``p_a``. The seed names no
-        prior; the default is uniform.
+        Beta prior ``(a, b)`` of ``epsilon``, ``lambda`` and ``p_a``. Doshi-Velez (2009)
+        names no prior; the default is uniform.
     """
 
     name = "noisy_or"
@@ -120,7 +120,7 @@ class LeakyNoisyOr(FeatureLikelihood):
 
     def sample_features(self, X, observed, Z, A, params, rng) -> np.ndarray:
         """One element-wise Gibbs sweep over the binary ``A`` (features in order, all
-        dimensions of a feature together, seed 000 appendix A.3), starting from the current
+        dimensions of a feature together, Doshi-Velez 2009, appendix A.3), starting from the current
         ``A`` (not modified); returns float64 0/1 of shape (n_features, n_dims)."""
         X = np.ascontiguousarray(X, dtype=np.float64)
         new = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)

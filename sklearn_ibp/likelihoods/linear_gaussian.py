@@ -317,7 +317,7 @@ def _draw_precision(count: float, sum_sq: float, rng, prior_rate: float = 1.0) -
 
 class _GaussianNoise(FeatureLikelihood):
     """Shared part of the real-valued models ``x_n = z_n A + e_n``, ``e_nd ~ N(0, s_x^2)``
-    (seed 000 appendix A.1-A.2): data checks, predictions and the observation density.
+    (Doshi-Velez 2009, appendix A.1-A.2): data checks, predictions and the observation density.
 
     ``params["sigma_x"]`` is the noise standard deviation.
     """
@@ -434,12 +434,12 @@ class _GaussianNoise(FeatureLikelihood):
 
 
 class LinearGaussianFeatures(_GaussianNoise):
-    """The linear-Gaussian model with explicit features (seed 000 appendix A.1).
+    """The linear-Gaussian model with explicit features (Doshi-Velez 2009, appendix A.1).
 
     ``x_n = z_n A + e_n`` with ``a_kd ~ N(0, sigma_a^2)`` and ``e_nd ~ N(0, sigma_x^2)``.
     Parameters: ``params = {"sigma_x": float, "sigma_a": float}`` (standard deviations),
     with Gamma(1, 1) priors on the precisions ``1 / sigma_x^2`` and ``1 / sigma_a^2``
-    (seed 000 sec. 5.1).
+    (Doshi-Velez 2009, sec. 5.1).
 
     The posterior of ``A`` given ``(X, Z)`` is Gaussian (eq. A.3), so
     :meth:`sample_features` draws it exactly rather than element by element.

@@ -1,4 +1,4 @@
-"""Binary data from binary features through noisy detections (seed 000 appendix A.3, sec. 7.3).
+"""Binary data from binary features through noisy detections (Doshi-Velez 2009, sec. 7.3, A.3).
 
 Each ``a_kd`` is 1 with probability ``p_a``. Dimension ``d`` of row ``n`` is reached when
 some active feature of the row includes it, ``(z_n A)_d > 0``; a reached dimension is seen
@@ -39,7 +39,7 @@ def _reached(Z, A):
 
 
 class BinaryDetection(FeatureLikelihood):
-    """Binary features observed through per-dimension detections (seed 000 sec. 7.3, A.3).
+    """Binary features observed through per-dimension detections (Doshi-Velez 2009, sec. 7.3, A.3).
 
     ``a_kd ~ Bernoulli(p_a)``; ``P(x_nd = 1) = 1 - miss_rate[d]`` when ``(z_n A)_d > 0`` and
     ``false_rate[d]`` otherwise. Parameters: ``params = {"false_rate": ndarray (n_dims,),

@@ -14,7 +14,7 @@ covariance) and ``beta > D - 1`` says how tightly the precisions concentrate aro
 **Gamma parameterisation.** ``Gamma(a, rate b)`` has shape ``a`` and rate ``b``, the
 reading eq. 3.23 fixes for ``G(1/2, 1/2)`` (``1/alpha ~ G(1/2, 1/2)`` gives
 ``p(alpha) ~ alpha^(-3/2) exp(-1/(2 alpha))``); ``rho ~ G(1/2, 1/2)`` is read the same way
-(mean 1). The seed's ``1/(beta - D + 1) ~ G(1, 1/D)`` is read as mean ``1/D`` (shape 1,
+(mean 1). Görür's (2007) ``1/(beta - D + 1) ~ G(1, 1/D)`` is read as mean ``1/D`` (shape 1,
 rate ``D``): in ``D = 1`` every reading agrees with Rasmussen (2000), ``1/beta`` with mean 1,
 and for ``D > 1`` the other reading (mean ``D``) puts ``beta`` next to ``D - 1`` so often
 (``P(beta - D + 1 < 0.2) ~ 0.08`` in ``D = 2``) that the Wishart draws are numerically
@@ -35,7 +35,7 @@ orientation or units (sec. 3.3.1) and every density is changed by the Jacobian o
 
 **Posterior** of one component with ``n`` rows ``X_k`` (mean ``xbar``, centred scatter
 ``C``): ``kappa = rho + n``, ``nu = beta + n``, ``xi* = (rho xi + n xbar) / kappa`` and
-``W* = beta W + C + (rho n / kappa)(xbar - xi)(xbar - xi)^T`` (the seed's
+``W* = beta W + C + (rho n / kappa)(xbar - xi)(xbar - xi)^T`` (Görür's (2007)
 ``beta W + rho xi xi^T + sum x x^T - kappa xi* xi*^T``), so that
 ``S | X_k ~ Wishart(nu, W*^-1)`` and ``mu | S, X_k ~ N(xi*, (kappa S)^-1)``.
 The **predictive** (eq. 3.65) is a multivariate Student-t with ``nu - D + 1`` degrees of
@@ -45,7 +45,7 @@ freedom, location ``xi*`` and scale matrix ``(kappa + 1) / (kappa (nu - D + 1)) 
 - log Gamma((nu + 1 - D)/2) - 1/2 log|W*| - (nu + 1)/2 log(1 + kappa/(kappa + 1)
 (x - xi*)^T W*^-1 (x - xi*))``,
 
-which equals the seed's ``nu/2 log|W*| - (nu + 1)/2 log|W* + kappa/(kappa+1) d d^T|``.
+which equals Görür's (2007) ``nu/2 log|W*| - (nu + 1)/2 log|W* + kappa/(kappa+1) d d^T|``.
 The **marginal** of ``n`` rows is
 
 ``log p(X_k) = -n D/2 log pi + D/2 log(rho / kappa) + log Gamma_D(nu/2)

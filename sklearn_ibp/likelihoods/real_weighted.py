@@ -1,4 +1,4 @@
-"""The real-weighted latent feature model (seed 002 sec. 4.4, eq. 4.62).
+"""The real-weighted latent feature model (Görür 2007, sec. 4.4, eq. 4.62).
 
 ``x_n ~ N((z_n ⊙ y_n) A, sigma_x^2 I)``: the binary ``z_n`` (IBP prior) says which
 features row ``n`` has and ``y_nk ~ N(0, 1)`` how much each contributes; ``a_kd ~ N(0,
@@ -51,7 +51,7 @@ def _mask(X, observed):
 
 class RealWeightedGaussian(LinearGaussianFeatures):
     """Linear-Gaussian features with Gaussian weights: ``x_n ~ N((z_n ⊙ y_n) A,
-    sigma_x^2 I)``, ``y_nk ~ N(0, 1)``, ``a_kd ~ N(0, sigma_a^2)`` (seed 002 eq. 4.62).
+    sigma_x^2 I)``, ``y_nk ~ N(0, 1)``, ``a_kd ~ N(0, sigma_a^2)`` (Görür 2007, eq. 4.62).
 
     ``params = {"sigma_x": float, "sigma_a": float}`` with Gamma(1, 1) priors on the
     precisions, as :class:`~.linear_gaussian.LinearGaussianFeatures`. Every method that

@@ -1,6 +1,6 @@
 """The Chinese restaurant process prior over partitions and its concentration parameter.
 
-Görür (2007), seed 002 sec. 3.1.2 and 3.1.6. Customer ``n + 1`` sits at an occupied table
+Görür (2007), sec. 3.1.2 and 3.1.6. Customer ``n + 1`` sits at an occupied table
 ``k`` with probability ``n_k / (alpha + n)`` and at a new table with probability
 ``alpha / (alpha + n)`` (eq. 3.8; the Gibbs conditionals of eq. 3.21 treat any row as the
 last customer). The probability of a partition with ``K`` blocks of sizes ``n_k`` is
@@ -10,7 +10,7 @@ last customer). The probability of a partition with ``K`` blocks of sizes ``n_k`
 whose dependence on ``alpha`` is the likelihood of eq. 3.22. The concentration gets the
 prior of eq. 3.23 / 3.56, ``1/alpha ~ Gamma(shape 1/2, rate 1/2)``, i.e.
 ``p(alpha) ~ alpha^(-3/2) exp(-1 / (2 alpha))``, and is updated by slice sampling its
-logarithm (the seed uses adaptive rejection sampling on the same log-concave target).
+logarithm (Görür 2007 uses adaptive rejection sampling on the same log-concave target).
 """
 
 from __future__ import annotations
@@ -168,7 +168,7 @@ def sample_alpha_posterior_crp(
     Slice sampling (Neal 2003) of ``log alpha`` from
     ``p(alpha | K, N) ~ alpha^K Gamma(alpha) / Gamma(alpha + N) p(alpha)`` with the prior
     ``1/alpha ~ Gamma(1/2, rate 1/2)`` of eqs. 3.23 / 3.56. In ``u = log alpha`` the target
-    (with the Jacobian ``alpha``) is log-concave, as the seed notes. This is an exact MCMC
+    (with the Jacobian ``alpha``) is log-concave, as Görür (2007) notes. This is an exact MCMC
     update: it leaves the conditional invariant; it is not an independent draw.
 
     Parameters

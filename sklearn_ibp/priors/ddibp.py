@@ -1,6 +1,6 @@
 """The distance dependent Indian Buffet Process prior (dd-IBP).
 
-Gershman, Frazier and Blei, seed ``004``, section 2.2. Every customer ``i`` owns
+Gershman, Frazier and Blei 2015, section 2.2. Every customer ``i`` owns
 ``lambda_i ~ Poisson(alpha / h_i)`` dishes; for every dish, every customer links to one
 customer ``j`` (possibly itself) with probability ``a_ij = f(d_ij) / h_i``, where
 ``f`` is the decay function, ``d_ij`` the distance and ``h_i = sum_j f(d_ij)``. A customer
@@ -53,7 +53,7 @@ __all__ = [
 #: Names accepted by ``decay_function``.
 DECAY_FUNCTIONS = ("constant", "exponential", "logistic", "window")
 
-# Distances a user decay function is checked on (with 0 and inf, the two ends the seed pins).
+# Distances a user decay function is checked on (with 0 and inf, the ends the dd-IBP pins).
 _CHECK_GRID = np.concatenate([[0.0], np.logspace(-6, 6, 49), [np.inf]])
 
 
@@ -67,7 +67,7 @@ def pairwise_distances_for_ddibp(
     precomputed=None,
     sequential: bool = False,
 ) -> np.ndarray:
-    """The ``(N, N)`` distance matrix ``D`` of the dd-IBP (seed ``004``, sec. 2.2).
+    """The ``(N, N)`` distance matrix ``D`` of the dd-IBP (Gershman et al. 2015, sec. 2.2).
 
     Either computed from covariates ``X`` with :func:`sklearn.metrics.pairwise_distances`
     (any scikit-learn or SciPy metric, or a callable), or given as ``precomputed`` (or as
@@ -86,8 +86,8 @@ def pairwise_distances_for_ddibp(
         A distance matrix; give either this or ``X``.
     sequential : bool, default=False
         If True, set ``d_ij = inf`` for ``j > i``: customers link only to earlier customers
-        and themselves (the seed's sequential distances; with the constant decay this is
-        the IBP).
+        and themselves (the sequential distances of Gershman et al. 2015; with the constant decay
+        this is the IBP).
 
     Returns
     -------
@@ -160,7 +160,7 @@ def _evaluate_callable(decay_function, distances: np.ndarray) -> np.ndarray:
 
 
 def _check_decay_callable(decay_function) -> None:
-    """``f`` must map distances into ``[0, 1]`` with ``f(0) = 1`` (seed ``004``, sec. 2.2)."""
+    """``f`` must map distances into ``[0, 1]``, ``f(0) = 1`` (Gershman et al. 2015, sec. 2.2)."""
     values = _evaluate_callable(decay_function, _CHECK_GRID)
     bad = ~((values >= 0) & (values <= 1))  # catches NaN too
     if bad.any():
@@ -179,16 +179,16 @@ def decay_proximity(
     decay: float = 1.0,
     nu: float | None = None,
 ) -> np.ndarray:
-    """Proximities ``f(d_ij)`` for a decay function (seed ``004``, sec. 2.2 and Fig. 3).
+    """Proximities ``f(d_ij)`` for a decay function (Gershman et al. 2015, sec. 2.2 and Fig. 3).
 
-    The seed requires ``f(0) = 1`` and ``f(inf) = 0``; infinite distances always get
-    proximity 0 here, whatever the function. With ``beta = decay``:
+    Gershman et al. (2015, sec. 2.2) require ``f(0) = 1`` and ``f(inf) = 0``; infinite distances
+    always get proximity 0 here, whatever the function. With ``beta = decay``:
 
     - ``"constant"``: ``f(d) = 1`` for finite ``d`` (the IBP with sequential distances);
     - ``"exponential"``: ``f(d) = exp(-beta d)``;
-    - ``"logistic"``: ``f(d) = (1 + exp(-nu)) / (1 + exp(beta d - nu))``. The seed writes
+    - ``"logistic"``: ``f(d) = (1 + exp(-nu)) / (1 + exp(beta d - nu))``. Gershman et al. write
       ``1 / (1 + exp(beta d - nu))``; it is rescaled by its value at 0 so that ``f(0) = 1``
-      as the seed requires (the scale enters ``h_i`` and so the owned-dish rates);
+      as they require (the scale enters ``h_i`` and so the owned-dish rates);
     - ``"window"``: ``f(d) = 1[d < nu]``;
     - a callable ``f(d)`` (vectorised over arrays, or scalar): checked on distances from 0
       to 1e6 and inf to return values in ``[0, 1]`` with ``f(0) = 1``.
@@ -252,7 +252,7 @@ default="exponential"
 
 
 def normalized_proximity(proximity) -> tuple[np.ndarray, np.ndarray]:
-    """Normalised proximities ``A`` and normalisers ``h`` (seed ``004``, sec. 2.2).
+    """Normalised proximities ``A`` and normalisers ``h`` (Gershman et al. 2015, sec. 2.2).
 
     ``h_i = sum_j f(d_ij)`` and ``a_ij = f(d_ij) / h_i``, so each row of ``A`` is the
     distribution of customer ``i``'s link for one dish.
@@ -285,7 +285,7 @@ def expected_feature_factor(proximity) -> float:
     """``sum_i 1 / h_i``: the prior's expected number of features divided by ``alpha``.
 
     Customer ``i`` owns ``Poisson(alpha / h_i)`` dishes and every dish is a feature, so
-    ``E[K] = alpha sum_i 1 / h_i`` (seed ``004``, sec. 2.2). It is ``H_N = sum_i 1 / i``
+    ``E[K] = alpha sum_i 1 / h_i`` (Gershman et al. 2015, sec. 2.2). It is ``H_N = sum_i 1 / i``
     for the IBP (constant decay, sequential distances), 1 for the constant decay without
     sequential distances, and close to ``N`` when the decay is so fast that every customer
     links only to itself.
@@ -427,7 +427,7 @@ def inherit_features(owners, connections) -> np.ndarray:
 
 
 def ddibp_log_prob(owners, connections, A, h, alpha: float) -> float:
-    """``log P(c*, C | D, alpha, f)`` of a labelled configuration (seed ``004``, eqs. 2-4).
+    """``log P(c*, C | D, alpha, f)`` of a labelled configuration (Gershman et al. 2015, eqs. 2-4).
 
     ``sum_i log Poisson(lambda_i; alpha / h_i) + sum_{i,k} log a_{i, c_ik}``, where
     ``lambda_i`` is the number of dishes customer ``i`` owns.
@@ -480,7 +480,7 @@ def ddibp_log_prob(owners, connections, A, h, alpha: float) -> float:
 
 
 def sample_ddibp(proximity, alpha: float, random_state=None):
-    """Draw ``(Z, c*, C)`` from the dd-IBP by its generative process (seed ``004``, sec. 2.2).
+    """Draw ``(Z, c*, C)`` by the dd-IBP's generative process (Gershman et al. 2015, sec. 2.2).
 
     1. customer ``i`` owns ``lambda_i ~ Poisson(alpha / h_i)`` dishes;
     2. for every dish, every customer ``i`` links to ``j`` with probability ``a_ij``;
@@ -522,7 +522,7 @@ def sample_ddibp(proximity, alpha: float, random_state=None):
 
 
 class DDIBPPrior:
-    """The dd-IBP prior over ``n_samples`` customers (Gershman, Frazier and Blei 2015,
+    """The dd-IBP prior over ``n_samples`` customers (Gershman et al. 2015,
     sec. 2.2): normalised proximities ``A``, normalisers ``h`` and, optionally, a bound on
     the number of dishes.
 

@@ -1,6 +1,6 @@
 """Priors of the correlated latent feature hierarchies: DP-IBP, IBP-IBP and noisy-or IBP-IBP.
 
-Doshi-Velez (2009), seed ``000`` ch. 7. Rows (observations) belong to categories, categories
+Doshi-Velez (2009), ch. 7. Rows (observations) belong to categories, categories
 link to features, and a row has the features its categories link to (sec. 7.1, fig. 7.3):
 
 - ``C`` (N x L, binary): category memberships, ``C ~ CRP(alpha_categories)`` as a one-hot
@@ -214,8 +214,8 @@ def feature_count_bound(
 ) -> float:
     """Upper bound ``alpha_features (log(E[N_C] + 1) + gamma)`` on ``E[N_f]`` (eq. 7.4).
 
-    The seed's Jensen argument with its ``O(1)`` terms made explicit. For every ``n >= 0``,
-    ``H_n <= log(n + 1) + gamma`` (Euler's constant ``gamma = 0.5772...``): the sequence
+    The Jensen argument of Doshi-Velez 2009, ch. 7, with its ``O(1)`` terms made explicit. For every
+    ``n >= 0``, ``H_n <= log(n + 1) + gamma`` (Euler's constant ``gamma = 0.5772...``): the sequence
     ``a_n = H_n - log(n + 1)`` starts at ``a_0 = 0``, increases
     (``a_n - a_{n-1} = 1/n - log(1 + 1/n) > 0``) and converges to ``gamma``, so
     ``a_n < gamma``. As ``log(x + 1)`` is concave, Jensen's inequality gives

@@ -324,14 +324,14 @@ def sample_alpha_posterior(
 
     Under a ``Gamma(prior_shape, prior_rate)`` prior the conditional is
     ``Gamma(prior_shape + K, prior_rate + sum_n beta/(beta+n-1))``; with the default
-    ``Gamma(1, 1)`` prior and ``beta = 1`` this is the seed's ``Gamma(1 + K, 1 + H_N)``
-    (:func:`sample_alpha_conditional` with ``rate`` from :func:`harmonic_rate`).
+    ``Gamma(1, 1)`` prior and ``beta = 1`` this is the ``Gamma(1 + K, 1 + H_N)`` of Doshi-Velez
+    2009, sec. 5.1 (:func:`sample_alpha_conditional` with ``rate`` from :func:`harmonic_rate`).
     """
     return sample_alpha_conditional(n_features, harmonic_rate(n_samples, beta), random_state,
                                     prior_shape=prior_shape, prior_rate=prior_rate)
 
 
-# -- truncation of the stick-breaking IBP (seed 000 sec. 6.4) ----------------------------
+# -- truncation of the stick-breaking IBP (Doshi-Velez 2009, sec. 6.4) ----------------------------
 
 #: The bounds ``smallest_truncation`` can invert.
 TRUNCATION_BOUNDS = ("levy_khintchine", "heuristic")
@@ -369,7 +369,7 @@ def _scalar_or_array(out):
 
 def ibp_truncation_bound(n_samples: int, alpha: float, n_features) -> float | np.ndarray:
     """Bound on the error of truncating the stick-breaking IBP at ``n_features`` sticks
-    (seed 000 eq. 6.9, the Lévy-Khintchine bound of sec. 6.4.2).
+    (Doshi-Velez 2009, eq. 6.9, the Lévy-Khintchine bound of sec. 6.4.2).
 
     With ``m_K`` and ``m_inf`` the marginal distributions of the data under the prior
     truncated at ``K`` features and under the IBP (eq. 6.8),
@@ -408,19 +408,19 @@ def ibp_truncation_bound(n_samples: int, alpha: float, n_features) -> float | np
 
 def ibp_truncation_bound_log(n_samples: int, alpha: float,
                              n_features) -> float | np.ndarray:
-    """The log bound of seed 000 sec. 6.4.1 before its approximations:
+    """The log bound of Doshi-Velez 2009, sec. 6.4.1, before its approximations:
     ``1 - exp(-N sum_{r >= 1} alpha^(K+1) / (r^2 (alpha + r)^K))``.
 
     ``sum_{k > K} E[log(1 - pi_k)] = -sum_r (1/r^2) alpha^(K+1) / (alpha + r)^K`` from
     the Taylor series of ``log(1 - x)`` and the moments of the ``Beta(alpha, 1)`` sticks,
     and Jensen's inequality turns it into a bound on ``P(some z_nk = 1 with k > K)``.
-    The seed sums over the features from ``K`` on; here from ``K + 1``, the features a
+    Doshi-Velez (2009) sums over the features from ``K`` on; here from ``K + 1``, the features a
     truncation at ``K`` removes. The first ``10^5`` terms are summed and the rest is
     replaced by its upper bound ``alpha (alpha / (alpha + 10^5))^K / 10^5``, so the
     result stays a bound.
 
     The ``r = 1`` term alone is the exponent of :func:`ibp_truncation_bound` (eq. 6.9), so
-    this bound is never tighter than eq. 6.9; the seed's formal version of it (sec. 6.4.1,
+    this bound is never tighter than eq. 6.9; Doshi-Velez's (2009) formal version of it (sec. 6.4.1,
     by the hypergeometric series), ``1 - exp(-2 N alpha (alpha / (alpha + 1))^K)`` with
     the same shift, has twice eq. 6.9's exponent. In practice (N = 30, alpha = 5) this one
     is within 1% of eq. 6.9 once eq. 6.9 is below 0.99.
@@ -480,18 +480,18 @@ def _heuristic_exponent(alpha, K):
 
 def ibp_truncation_bound_heuristic(n_samples: int, alpha: float,
                                    n_features) -> float | np.ndarray:
-    """The heuristic of seed 000 sec. 6.4.1: ``1 - exp(-N alpha^K zeta(K + 1, alpha))``.
+    """The heuristic of Doshi-Velez 2009, sec. 6.4.1: ``1 - exp(-N alpha^K zeta(K + 1, alpha))``.
 
     It replaces ``r^2 (alpha + r)^(K-1)`` by ``(alpha + r)^(K+1)`` in the log bound's
-    series, which sums to the Hurwitz zeta function. The seed's series runs over
+    series, which sums to the Hurwitz zeta function. Doshi-Velez's (2009) series runs over
     ``r >= 1``, so ``zeta(s, q)`` is read as ``sum_{r >= 1} (q + r)^-s``, which is scipy's
     ``zeta(K + 1, alpha + 1)`` (scipy's ``zeta(K + 1, alpha)`` adds the ``r = 0`` term
     ``1 / alpha`` to the exponent, and the result no longer goes to 0 with ``K``). Like
-    the seed's series it counts the features from ``K`` on, one more than a truncation at
+    Doshi-Velez's (2009) series it counts the features from ``K`` on, one more than a truncation at
     ``K`` removes (:func:`ibp_truncation_bound_log` counts from ``K + 1``).
 
     **Not a bound.** The replacement shrinks the early terms by ``(r / (alpha + r))^2``.
-    The seed found the heuristic "very close to the true value"; at N = 30, alpha = 5
+    Doshi-Velez (2009) found the heuristic "very close to the true value"; at N = 30, alpha = 5
     (the setting of its Fig. 6.1) it is far below it: 0.13 at K = 20 where the
     probability it approximates is 0.84, 0.021 against 0.37 at K = 30 (measured by Monte
     Carlo and by quadrature). Use :func:`ibp_truncation_bound` to choose a truncation.

@@ -1,4 +1,4 @@
-"""The exact, Metropolis-corrected data-parallel sampler (seed 000 sec. 5.2):
+"""The exact, Metropolis-corrected data-parallel sampler (Doshi-Velez 2009, sec. 5.2):
 ``ParallelAcceleratedIBP(correction="metropolis")``."""
 
 import warnings

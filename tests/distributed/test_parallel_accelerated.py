@@ -1,4 +1,4 @@
-"""The data-parallel accelerated sampler (seed 000 ch. 5) on threads and on Dask.
+"""The data-parallel accelerated sampler (Doshi-Velez 2009, ch. 5) on threads and on Dask.
 
 The Dask tests start a ``LocalCluster`` of worker processes on loopback.
 """
@@ -207,7 +207,7 @@ def test_refusals(block_data):
                           n_iter=2).fit((block_data > 0).astype(float))
 
 
-# -- the seed's setting (sec. 5.3): 10,000 block images, half held out, 4 shards -------------
+# -- the setting of Doshi-Velez 2009, sec. 5.3: 10,000 block images, half held out, 4 shards
 
 N_ITER = 150
 
@@ -246,7 +246,7 @@ def test_four_shards_match_the_serial_sampler_on_held_out_block_images():
     / asynchronous: alpha 0.05 / 0.13, sigma_x 0.34 / 0.31, sigma_a 0.50 / 0.84 (single
     chains of 150 sweeps sit in different modes of sigma_a: means 0.45 serial, 0.41 and
     0.36 parallel), K 0.17 / 0.12 with mean K 9.97 serial, 9.76 and 9.63 parallel: the
-    seed's bias toward fewer features (Figs. 5.3-5.5).
+    bias toward fewer features of Doshi-Velez 2009, Figs. 5.3-5.5.
     """
     _, X_test = _block_split()
     held_out = {name: [] for name in _HELD_OUT_SOLVERS}

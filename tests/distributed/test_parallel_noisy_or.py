@@ -1,5 +1,5 @@
 """The data-parallel sampler of the binary (leaky noisy-or) model, ParallelNoisyOrIBP
-(seed 000 sec. 5.1, the non-conjugate procedure), its shard kernels and messages.
+(Doshi-Velez 2009, sec. 5.1, the non-conjugate procedure), its shard kernels and messages.
 
 The Dask tests share one ``LocalCluster`` of worker processes on loopback (a module
 fixture).
@@ -371,8 +371,9 @@ def test_recovers_the_features_and_scores_as_the_serial_sampler(recovery_data, v
     in 8 of 10 with one token, synchronous or asynchronous (the others: quadrants merged
     in one feature, -12.3 to -15.1), and in 10 of 10 with ``n_tokens=2`` in either mode
     (held-out -11.21 to -12.33; mean -11.38 synchronous, -11.31 asynchronous, serial
-    -11.39): new features appear only on the token holders (the seed's bias toward fewer
-    features, sec. 5.2). The test's seed is one at which every variant finds them.
+    -11.39): new features appear only on the token holders (the bias toward fewer
+    features of Doshi-Velez 2009, sec. 5.2). The test's seed is one at which every variant
+    finds them.
     """
     from sklearn_ibp import IBPFactorAnalysis
     from sklearn_ibp.distributed import ParallelNoisyOrIBP

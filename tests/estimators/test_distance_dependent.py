@@ -74,8 +74,8 @@ def test_bad_input_is_named(params, X_change, match):
 
 
 def test_reconstructs_held_out_entries_of_a_time_series_better_than_the_ibp():
-    # Seed 004, sec. 7.2: on data whose features persist in time, the dd-IBP with
-    # exponential decay reconstructs missing entries better than the exchangeable IBP.
+    # Gershman, Frazier and Blei 2015, sec. 7.2: on data whose features persist in time, the dd-IBP
+    # with exponential decay reconstructs missing entries better than the exchangeable IBP.
     # A sixth of the images keep only 3 of their 36 pixels: the IBP must guess their
     # shapes from those, the dd-IBP also from the images next to them in time.
     errors = []

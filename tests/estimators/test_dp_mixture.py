@@ -17,7 +17,7 @@ def iris():
 
 
 def test_iris_leave_one_out_density_beats_the_thesis_and_scikit_learn(iris):
-    # Seed 002, sec. 3.3.3, Table 3.1: the average leave-one-out log predictive density on
+    # Görür 2007, sec. 3.3.3, Table 3.1: the average leave-one-out log predictive density on
     # Iris is -1.5769 for the conjugate model and -1.5460 for the conditionally conjugate
     # one. Ours comes from one fit per model (the conditional predictive ordinate);
     # scikit-learn's variational DP mixture is refitted without each held-out row.

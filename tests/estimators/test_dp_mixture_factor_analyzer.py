@@ -1,4 +1,4 @@
-"""DPMixture with factor-analyser components (the DPMFA of seed 002 sec. 3.4).
+"""DPMixture with factor-analyser components (the DPMFA of Görür 2007, sec. 3.4).
 
 The issue's "done means": a generated mixture of three factor analysers in 10 dimensions,
 with latent dimensions 1, 2 and 3, is recovered by ``component="factor_analyzer"`` with an

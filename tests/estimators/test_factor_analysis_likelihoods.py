@@ -1,5 +1,5 @@
 """IBPFactorAnalysis with the likelihoods that need the explicit-feature solvers:
-exponential-Gaussian (non-negative features, seed 000 appendix A.2) and the leaky noisy-or
+exponential-Gaussian (non-negative features, Doshi-Velez 2009, appendix A.2) and the leaky noisy-or
 for binary data (eq. A.4)."""
 
 import numpy as np

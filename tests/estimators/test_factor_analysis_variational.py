@@ -1,4 +1,4 @@
-"""IBPFactorAnalysis with the variational solvers (seed 000 ch. 6): the estimator's fitted
+"""IBPFactorAnalysis with the variational solvers (Doshi-Velez 2009, ch. 6): the estimator's fitted
 record, transform by the variational E-step, held-out scores, missing entries, refusals.
 The solvers' own correctness is in tests/solvers/variational/test_variational.py."""
 

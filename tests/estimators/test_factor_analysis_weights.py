@@ -1,4 +1,4 @@
-"""IBPFactorAnalysis(weights="gaussian"): the real-weighted model of seed 002 sec. 4.4,
+"""IBPFactorAnalysis(weights="gaussian"): the real-weighted model of Görür 2007, sec. 4.4,
 ``x_n = (z_n * y_n) A + e_n`` with ``y_nk ~ N(0, 1)``, fitted by the semi-ordered slice
 sampler. The sampler itself is tested in tests/likelihoods/test_real_weighted.py (exact
 posterior, prior, Geweke, the digits); here: the estimator's wiring, its predictive

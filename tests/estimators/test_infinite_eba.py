@@ -1,4 +1,4 @@
-"""InfiniteEBA (Görür 2007, sec. 4.5), the estimator: the seed's two experiments, Paris-Rome
+"""InfiniteEBA (Görür 2007, sec. 4.5), the estimator: the two experiments of Görür 2007, sec. 4.5.3, Paris-Rome
 (Table 4.1) and an EBA model with a tree of aspects (the celebrities design) against
 Bradley-Terry-Luce, and the scikit-learn contract (predictions, counts, bad input, warm
 start). The choice model is tested in ``tests/likelihoods/test_choice.py``, the slice
@@ -27,11 +27,11 @@ def _frequencies(W):
     return np.where(total > 0, W / np.where(total > 0, total, 1), 0.5)
 
 
-# -- the seed's experiments -----------------------------------------------------------
+# -- Görür's (2007) experiments -------------------------------------------------------
 
 
 def test_paris_rome_table():
-    """Seed 002 sec. 4.5.3, issue 10's bar: from 100 comparisons per pair drawn from
+    """Görür 2007, sec. 4.5.3, issue 10's bar: from 100 comparisons per pair drawn from
     Table 4.1, every posterior mean choice probability (eba_probabilities_, eq. 4.63
     without the lapse, the table's quantity) within 0.1 of the table, and their mean
     absolute error no larger than that of the per-pair frequencies, with the weight prior
@@ -49,8 +49,8 @@ def test_paris_rome_table():
     over the seeds no larger than the frequencies', and the per-seed bar at 7 seeds or
     more.
 
-    The seed's own prior Gamma(1, 1) cannot meet the bar: see
-    test_paris_rome_table_seed_prior."""
+    Görür's (2007) own prior Gamma(1, 1) cannot meet the bar: see
+    test_paris_rome_table_gamma_1_1_prior."""
     model_mae, freq_mae = [], []
     for seed in range(10):
         X, y, _ = make_paris_rome(100, random_state=seed)
@@ -132,7 +132,7 @@ def test_select_start_keeps_the_best_start_and_is_reproducible():
     np.testing.assert_array_equal(single[0].adv, before)
 
 
-def test_paris_rome_table_seed_prior():
+def test_paris_rome_table_gamma_1_1_prior():
     """Görür's (2007) prior w_k ~ Gamma(1, 1) (weight_shape=1.0): every probability within 0.1 of
     Table 4.1 at seeds 0-2 (measured maximum errors 0.096, 0.048, 0.089), but the MAE
     is NOT below the frequencies' at any of the data seeds 0-9, and that is the

@@ -1,4 +1,4 @@
-"""NoisyOrHierarchy: the estimator of the correlated feature models (seed 000 chapter 7)."""
+"""NoisyOrHierarchy: the estimator of the correlated feature models (Doshi-Velez 2009, ch. 7)."""
 
 from __future__ import annotations
 
@@ -35,7 +35,7 @@ def dp_ibp(blocks):
 
 
 def test_dp_ibp_recovers_the_shapes_and_their_nine_combinations(blocks, dp_ibp):
-    # Seed 000 sec. 7.2.1: 700 block images whose four shapes occur only in nine fixed
+    # Doshi-Velez 2009, sec. 7.2.1: 700 block images whose four shapes occur only in nine fixed
     # combinations; the DP-IBP finds the four shapes and the nine combinations (the null
     # combination included). Categories with identical links are one motif.
     X, Z, A, C = blocks
@@ -154,9 +154,9 @@ def test_dp_ibp_transform_is_the_exact_category_posterior(blocks, dp_ibp):
 
 
 def test_noisy_or_ibp_ibp_recovers_overlapping_shapes():
-    # Seed 000 sec. 7.2.3: several combinations overlap in one image. With 250 sweeps,
+    # Doshi-Velez 2009, sec. 7.2.3: several combinations overlap in one image. With 250 sweeps,
     # chains of random_state 0-11 recovered all four shapes in 8 of 12 (the others kept a
-    # shape merged with part of another, local optima of the kind the seed reports).
+    # shape merged with part of another, local optima of the kind that section reports).
     X, Z, A, C = make_correlated_block_images(700, overlap=True, random_state=2)
     model = NoisyOrHierarchy(likelihood="exponential", n_iter=250, random_state=0).fit(X)
     assert np.all(_best_correlations(A, model.components_) > 0.9)

@@ -1,4 +1,4 @@
-"""The factor-analyser base of the DPMFA (seed 002 sec. 3.4, eqs. 3.68-3.77).
+"""The factor-analyser base of the DPMFA (Görür 2007, sec. 3.4, eqs. 3.68-3.77).
 
 Every piece is checked against something computed another way: the component density
 against the factors integrated out by Gauss-Hermite quadrature (eq. 3.68 from eq. 3.76) and

@@ -1,4 +1,4 @@
-"""The leaky noisy-or likelihood (seed 000 appendix A.3, eq. A.4): its densities against
+"""The leaky noisy-or likelihood (Doshi-Velez 2009, appendix A.3, eq. A.4): its densities against
 plain loops, the shared observation kernel (the new kind and the unchanged old ones), the
 Gibbs sweep over A against full enumeration, the parameter updates against a grid
 posterior and a successive-conditional (Geweke) run, and the contract a sampler relies on.

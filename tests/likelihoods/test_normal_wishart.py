@@ -1,4 +1,4 @@
-"""The conjugate Normal-Wishart base (seed 002 sec. 3.3.1-3.3.2, eqs. 3.57-3.65).
+"""The conjugate Normal-Wishart base (Görür 2007, sec. 3.3.1-3.3.2, eqs. 3.57-3.65).
 
 Every density is checked against something computed another way: the marginal against the
 candidate's identity with SciPy's Wishart and normal densities and against a 1-d numerical

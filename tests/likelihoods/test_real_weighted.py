@@ -1,4 +1,4 @@
-"""The real-weighted latent feature model (seed 002 sec. 4.4, eq. 4.62) and its
+"""The real-weighted latent feature model (Görür 2007, sec. 4.4, eq. 4.62) and its
 semi-ordered slice sampler (Algorithm 16 with the weights ``W = Z ⊙ Y`` in the state).
 
 ``x_n ~ N((z_n ⊙ y_n) A, sigma_x^2 I)``, ``y_nk ~ N(0, 1)``, ``a_kd ~ N(0, sigma_a^2)``.
@@ -356,7 +356,7 @@ def _reconstruction_trace(X, likelihood, seed, n_features=10, n_sweeps=100):
 
 @pytest.mark.parametrize("seed", [0, 1])
 def test_real_weights_reconstruct_digits_better_at_equal_K(digit_threes, seed):
-    """Seed 002 sec. 4.4: the 3s of scikit-learn's digits (183 rows), 20 PCA components.
+    """Görür 2007, sec. 4.4: the 3s of scikit-learn's digits (183 rows), 20 PCA components.
     At the same number of features (the sweeps 40-100 where both chains have the same
     K), ``W A`` reconstructs the data with a smaller mean squared error than ``Z A``.
 

@@ -1,4 +1,4 @@
-"""The CRP prior (seed 002 sec. 3.1.2, 3.1.6): normalisation, draws, E[K], the alpha update."""
+"""The CRP prior (Görür 2007, sec. 3.1.2, 3.1.6): normalisation, draws, E[K], the alpha update."""
 
 import math
 

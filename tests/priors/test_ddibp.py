@@ -1,5 +1,5 @@
-"""The dd-IBP prior (seed 004, sec. 2.2 and 4): reduction to the IBP, feature sharing,
-the reachability kernel against a plain-Python reference, and bad input."""
+"""The dd-IBP prior (Gershman, Frazier and Blei 2015, sec. 2.2 and 4): reduction to the IBP, feature
+sharing, the reachability kernel against a plain-Python reference, and bad input."""
 
 import itertools
 
@@ -351,7 +351,8 @@ def test_calibrated_decay_expects_the_ibp_feature_count_in_any_unit():
 
 def test_ddibp_prior_object_matches_the_functions():
     """``DDIBPPrior`` holds ``A``, ``h`` and the bound; its log probability, alpha rate and
-    new-row probabilities are those of the functions and the seed's formulas."""
+    new-row probabilities are those of the functions and of Gershman, Frazier and Blei's (2015)
+    formulas."""
     from sklearn_ibp.priors.ddibp import DDIBPPrior, expected_feature_factor
 
     D = pairwise_distances_for_ddibp(np.arange(6.0))

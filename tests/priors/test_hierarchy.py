@@ -1,4 +1,4 @@
-"""Correlated feature hierarchies (seed 000 ch. 7): draws, expectations, the eq. 7.4 bound,
+"""Correlated feature hierarchies (Doshi-Velez 2009, ch. 7): draws, expectations, the eq. 7.4 bound,
 and the log prior normalised by enumeration."""
 
 import math

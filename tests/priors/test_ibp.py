@@ -143,15 +143,15 @@ def test_alpha_conditional_is_one_gamma_draw(make_rng):
     assert isinstance(sample_alpha_conditional(K, r, 0), float)
 
 
-# -- truncation bounds (seed 000 sec. 6.4) ------------------------------------------------
+# -- truncation bounds (Doshi-Velez 2009, sec. 6.4) ------------------------------------------------
 
-TRUNCATION_N, TRUNCATION_ALPHA = 30, 5.0  # the setting of the seed's Fig. 6.1
+TRUNCATION_N, TRUNCATION_ALPHA = 30, 5.0  # the setting of Doshi-Velez 2009, Fig. 6.1
 
 
 @pytest.fixture(scope="module")
 def truncation_monte_carlo():
     """Monte Carlo estimate of ``P(some z_nk = 1 with k > K)`` for N = 30, alpha = 5, K =
-    0..40 (the setting of the seed's Fig. 6.1): sticks ``pi_k = prod_{j<=k} v_j``,
+    0..40 (the setting of Doshi-Velez 2009, Fig. 6.1): sticks ``pi_k = prod_{j<=k} v_j``,
     ``v_j ~ Beta(alpha, 1)``, 400 of them (``E[pi_400] = (5/6)^400 ~ 1e-32``), and
     ``P(no row has a feature beyond K | pi) = prod_{k>K} (1 - pi_k)^N``; with its
     standard error."""
@@ -208,7 +208,7 @@ def test_truncation_bounds_hold_against_monte_carlo(truncation_monte_carlo):
     # Not loose by much where it matters: within 0.02 of the estimate once below 0.1.
     assert lk[-1] - mc[40] < 0.02
     # The log bound: never below eq. 6.9 (its r = 1 term is eq. 6.9's exponent), never
-    # above the seed's formal 1 - exp(-2 N alpha rho^K), within 1% of eq. 6.9 from K = 20.
+    # above Doshi-Velez's (2009) formal 1 - exp(-2 N alpha rho^K), within 1% of eq. 6.9 from K = 20.
     rho = alpha / (1 + alpha)
     assert np.all(log >= lk)
     assert np.all(log <= -np.expm1(-2 * N * alpha * rho**K))
@@ -216,7 +216,7 @@ def test_truncation_bounds_hold_against_monte_carlo(truncation_monte_carlo):
 
 
 def test_truncation_heuristic_is_far_below_the_truth_at_alpha_5(truncation_monte_carlo):
-    """The seed calls its zeta heuristic (sec. 6.4.1) "very close to the true value";
+    """Doshi-Velez (2009) calls its zeta heuristic (sec. 6.4.1) "very close to the true value";
     measured at N = 30, alpha = 5 it is far below it from K = 5 on, and the ratio to
     the Monte Carlo value falls with K: 0.97 at K = 5, 0.63 at 10, 0.15 at 20, 0.057 at
     30, 0.039 at 40. Not a bound, so the solvers choose truncations from eq. 6.9."""
@@ -270,7 +270,7 @@ def test_smallest_truncation_values():
     assert smallest_truncation(30, 5.0) == 66
     assert smallest_truncation(30, 5.0, bound="heuristic") == 47
     # The heuristic asks for fewer features than eq. 6.9 guarantees when alpha >= 1; for
-    # small alpha its series (the seed's, over the features from K on, not K + 1) asks
+    # small alpha its series (Doshi-Velez's, over the features from K on, not K + 1) asks
     # for one more.
     for N, alpha in [(30, 5.0), (1000, 2.0), (100, 1.0)]:
         assert smallest_truncation(N, alpha, bound="heuristic") \

@@ -1,19 +1,19 @@
 """Mixing of the number of features K: the semi-ordered slice sampler against collapsed
-Gibbs and the ordered slice sampler (seed 002 sec. 4.3, Fig. 4.7).
+Gibbs and the ordered slice sampler (Görür 2007, sec. 4.3, Fig. 4.7).
 
-The setting of the seed: data sets of 100 points from the linear-Gaussian IBP model
+The setting of Görür 2007, sec. 4.3: data sets of 100 points from the linear-Gaussian IBP model
 (eqs. 4.59-4.61) in D = 1, 2, 3 dimensions with alpha in {1, 2}, sigma_x^2 = 1 and (here)
-sigma_A^2 = 1, the seed having found that "the autocorrelation times do not vary with
+sigma_A^2 = 1, Görür having found that "the autocorrelation times do not vary with
 dimensionality or with sigma_A^2". sigma_x and sigma_A are fixed at their generating
-values; Z, A (for the samplers that keep it) and alpha are learned, alpha under the seed's
+values; Z, A (for the samplers that keep it) and alpha are learned, alpha under Görür's
 Gamma(1, 1) prior. Every chain starts from a draw of Z from the IBP prior at the generating
 alpha (the slice samplers with A drawn given it), the first ``BURN_IN`` sweeps are
 discarded, and the integrated autocorrelation time (IAT) of K is the kept sweeps over their
 effective sample size (:func:`sklearn_ibp.diagnostics.effective_sample_size`: rank-normalised
-split chain, Geyer's initial monotone sequence; the seed used autocorrelations up to lag
+split chain, Geyer's initial monotone sequence; Görür used autocorrelations up to lag
 2500).
 
-The seed compares Algorithm 16 (semi-ordered slice) with Algorithm 11 (conjugate Gibbs)
+Görür compares Algorithm 16 (semi-ordered slice) with Algorithm 11 (conjugate Gibbs)
 and Algorithm 15 (slice on decreasing sticks) over all runs and data sets, and finds the
 semi-ordered sampler "just as fast as the Gibbs sampler" and the ordered one "always
 slower". The bars of issue 7: the IAT of K of ``"semi_ordered_slice"`` (with its default
@@ -44,7 +44,7 @@ from sklearn_ibp.solvers import (
 
 N_SAMPLES = 100
 SIGMA_X, SIGMA_A = 1.0, 1.0
-ALPHA_PRIOR = (1.0, 1.0)  # Gamma(shape, rate), seed 002 sec. 4.3
+ALPHA_PRIOR = (1.0, 1.0)  # Gamma(shape, rate), Görür 2007, sec. 4.3
 SETTINGS = [(D, alpha) for D in (1, 2, 3) for alpha in (1.0, 2.0)]
 N_DATASETS = 2
 N_SWEEPS = 2500
@@ -55,7 +55,7 @@ SAMPLERS = ("collapsed", "semi_ordered_slice", "slice")
 
 def make_data(n_dims, alpha, seed):
     """``X = Z A + E``: Z from the IBP(alpha), A and E standard normal (sigma_A = sigma_x
-    = 1), 100 rows (seed 002 sec. 4.3)."""
+    = 1), 100 rows (Görür 2007, sec. 4.3)."""
     rng = np.random.default_rng(seed)
     Z = sample_ibp(N_SAMPLES, alpha, 1.0, rng)
     A = SIGMA_A * rng.standard_normal((Z.shape[1], n_dims))
@@ -177,7 +177,7 @@ def test_accelerated_trace_is_collapsed_trace():
 # 1.33): its single slice per sweep starves the births of new features, which the
 # per-row birth-and-death move of the unique features (the sampler's default) restores.
 def test_semi_ordered_slice_mixes_within_twice_collapsed(iat_table, capsys):
-    """Issue 7 / seed 002 Fig. 4.7: IAT of K of the semi-ordered slice sampler at most
+    """Issue 7 / Görür 2007, Fig. 4.7: IAT of K of the semi-ordered slice sampler at most
     twice collapsed Gibbs's (geometric mean over settings and data sets)."""
     with capsys.disabled():
         print("\n" + format_table(iat_table))
@@ -188,7 +188,7 @@ def test_semi_ordered_slice_mixes_within_twice_collapsed(iat_table, capsys):
 
 
 def test_semi_ordered_slice_mixes_faster_than_slice(iat_table, capsys):
-    """Seed 002 Fig. 4.7: the ordered slice sampler is slower in K than the semi-ordered
+    """Görür 2007, Fig. 4.7: the ordered slice sampler is slower in K than the semi-ordered
     one (geometric mean over settings and data sets)."""
     with capsys.disabled():
         print("\n" + format_table(iat_table))

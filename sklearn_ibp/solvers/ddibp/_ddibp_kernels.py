@@ -1,4 +1,4 @@
-"""Numba kernels of the dd-IBP sampler (Gershman, Frazier and Blei, seed 004, sec. 5).
+"""Numba kernels of the dd-IBP sampler (Gershman, Frazier and Blei 2015, sec. 5).
 
 The features ``W`` of the linear-Gaussian model are integrated out (eq. 36, the same as
 eq. A.2 of the IBP thesis). With ``M = Z^T Z + r I`` (``r = s_x^2 / s_a^2``) the kernels
@@ -13,8 +13,8 @@ the block (Schur complement) form of the inverse gives
 with ``b = Z_{-k}^T z``, ``s = z^T z + r - b^T R b`` and ``u = z^T X - b^T G_{-k}``. So a
 link update of dish ``k`` needs only ``(z^T z, b, z^T X)`` of its two candidate columns,
 which differ on the rows whose path runs through the customer (the window of rows whose
-``z`` changes, seed 004 sec. 8): at most ``O(|rows| (K + D) + K^2 + K D)`` per update
-instead of an ``O(N^3)`` recomputation, and no update visits all N customers (see
+``z`` changes, Gershman, Frazier and Blei 2015, sec. 8): at most ``O(|rows| (K + D) + K^2 + K D)``
+per update instead of an ``O(N^3)`` recomputation, and no update visits all N customers (see
 :func:`sweep_connections`). Adding or removing a whole column (an ownership move) uses the
 same formula with ``R = M^{-1}``.
 """
@@ -370,8 +370,8 @@ def sweep_connections(
     the other side is accepted with probability ``min(1, p(X | z_alt) / p(X | z))``. Its
     target ``p(c_ik | ...) ∝ a_ij p(X | Z(c))`` is the Gibbs conditional's, and only the
     updates that propose a switch pay for a likelihood (and neither side's mass is
-    summed). Without it (Gibbs, as in the seed, the solver's default) both likelihoods
-    are computed for every update and the link is drawn within the side drawn from them.
+    summed). Without it (Gibbs, as in Gershman, Frazier and Blei 2015, the solver's default) both
+    likelihoods are computed for every update and the link is drawn within the side drawn from them.
     The mass of the dish's rows in each customer's prior row, ``reach[i] = sum_j a_ij
     z_jk``, is computed once per dish (``O(N |z_k|)`` over contiguous rows of
     ``proximity_t``, the transpose of ``A``) and updated when rows switch (``O(N)`` a

@@ -1,4 +1,4 @@
-"""MCMC for the distance-dependent IBP (Gershman, Frazier and Blei, seed 004, sec. 5).
+"""MCMC for the distance-dependent IBP (Gershman, Frazier and Blei 2015, sec. 5).
 
 The state is the ownership of dishes and the customers' links for every owned dish; ``Z``
 follows by reachability. One sweep
@@ -11,11 +11,11 @@ follows by reachability. One sweep
    proposal, which needs a likelihood only when the proposed link switches the rows (a
    third of the time on real series, but it mixes worse);
 2. visits every customer with a birth-or-death Metropolis-Hastings move of the dishes it
-   owns (eq. 34): a new dish with links from the prior, as in the seed, or (with
+   owns (eq. 34): a new dish with links from the prior, as in Gershman et al. 2015, or (with
    probability ``own_weight``) from the prior conditioned on nobody linking to the owner
    (a feature of its own, which the link updates then spread to the rows that share it);
-   or the removal of one of its dishes. The seed proposes every customer's count at once
-   from the prior; one dish of one customer at a time is accepted far more often, and the
+   or the removal of one of its dishes. Gershman et al. (2015) propose every customer's count at
+   once from the prior; one dish of one customer at a time is accepted far more often, and the
    second proposal lets the data open features that prior links would seldom propose.
 """
 
@@ -61,7 +61,7 @@ class GibbsDDIBP(BaseIBPSolver):
         prior-drawn dish needs all ``N`` links and their reachability (``O(N log N)``) and,
         on real data, is seldom accepted.
     link_update : {"gibbs", "metropolis"}, default="gibbs"
-        Link updates as Gibbs steps (two likelihoods per update, as in the seed) or as
+        Link updates as Gibbs steps (two likelihoods per update, as in Gershman et al. 2015) or as
         Metropolis steps with the prior as proposal (a likelihood only for proposals that
         switch rows: faster per sweep, but a link the data favour and the prior does not
         is proposed rarely; held-out reconstruction on real series was 5-15% worse at the

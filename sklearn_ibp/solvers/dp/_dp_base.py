@@ -1,6 +1,6 @@
 """What every Dirichlet process mixture solver shares: the chain state and the interface.
 
-The DP mixture (Görür 2007, seed 002 ch. 3) is ``x_i | c_i ~ F(theta_{c_i})``,
+The DP mixture (Görür 2007, ch. 3) is ``x_i | c_i ~ F(theta_{c_i})``,
 ``theta_k ~ G_0``, ``c ~ CRP(alpha)``. A *base* (the component model: conjugate
 Normal-Wishart, conditionally conjugate Normal x Wishart, factor analyser) holds ``G_0``'s
 hyperparameters and the math of one component; a *solver* updates the indicators (and,

@@ -1,5 +1,5 @@
 """Numba kernel of retrospective MCMC for DP mixtures (Papaspiliopoulos and Roberts 2008;
-seed 002 sec. 3.2.3, Algorithm 9, eqs. 3.45-3.47).
+Görür 2007, sec. 3.2.3, Algorithm 9, eqs. 3.45-3.47).
 
 Each row's label gets one Metropolis-Hastings step whose proposal is the posterior over
 the components up to the last occupied one, ``K`` (eq. 3.45), with the likelihood of

@@ -1,5 +1,5 @@
 """Numba kernels of the slice sampler for DP mixtures (Walker 2007; Kalli, Griffin and
-Walker 2011; seed 002 sec. 3.2.3, Algorithm 10, eqs. 3.50-3.52).
+Walker 2011; Görür 2007, sec. 3.2.3, Algorithm 10, eqs. 3.50-3.52).
 
 Given the slices, the rows' labels are independent, so one pass over the rows draws them
 all: row ``i`` may only join the components whose *key* (its stick weight ``pi_j`` in

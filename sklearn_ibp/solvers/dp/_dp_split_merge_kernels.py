@@ -7,7 +7,7 @@ clusters, in increasing row order. The *launch state* puts ``i`` in component A 
 in component B and every row of ``S`` in A or B, and then runs ``n_intermediate``
 restricted Gibbs scans over ``S``: row ``k`` goes to A with probability
 ``~ n_A,-k p(x_k | A_-k)`` and to B with ``~ n_B,-k p(x_k | B_-k)`` (Student-t predictives,
-eq. 3.65 of seed 002). Jain and Neal assign the rows of ``S`` to A or B with probability 1/2
+eq. 3.65 of Görür 2007). Jain and Neal assign the rows of ``S`` to A or B with probability 1/2
 each (``sequential_launch=False``); on large clusters both halves of such a launch look
 alike and the restricted scans barely break the tie. With ``sequential_launch=True`` the
 rows are allocated one after the other with the restricted-Gibbs probabilities given the

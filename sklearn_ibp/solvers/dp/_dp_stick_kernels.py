@@ -1,5 +1,5 @@
 """Numba kernels shared by the stick-breaking DP mixture samplers (slice, truncated,
-retrospective; Görür 2007, seed 002 sec. 3.2.3).
+retrospective; Görür 2007, sec. 3.2.3).
 
 The per-row work of these samplers is the same few things: the log density of a row under
 a Gaussian component, a categorical draw from unnormalised log weights
@@ -62,7 +62,7 @@ def _log_stick_factor(n, after, alpha):
 def switch_adjacent_labels(counts, alpha, truncation, rng):
     """One forward scan of Metropolis-Hastings swaps of adjacent stick positions.
 
-    The labels of the stick-breaking representation are not exchangeable (seed 002
+    The labels of the stick-breaking representation are not exchangeable (Görür 2007,
     sec. 3.2.3, on label switching): ``p(c) = prod_j B(1 + n_j, alpha + m_j) / B(1, alpha)``
     with ``m_j = sum_{l>j} n_l`` once the sticks are integrated out. Swapping the clusters
     (with their parameters) at positions ``j`` and ``j + 1`` leaves the likelihood as it

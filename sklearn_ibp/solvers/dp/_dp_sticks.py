@@ -1,4 +1,4 @@
-"""What the stick-breaking DP mixture samplers share (Görür 2007, seed 002 sec. 3.1.4 and
+"""What the stick-breaking DP mixture samplers share (Görür 2007, sec. 3.1.4 and
 3.2.3): stick posteriors, the bookkeeping of stick positions, and the Gaussian fast path.
 
 The stick-breaking representation (eq. 3.15, 3.41) orders the components: the weight of
@@ -14,7 +14,7 @@ sweep, so the solvers keep the positions beside the labels:
 
 Since the labels are not exchangeable, the samplers also move the clusters along the
 stick, by Metropolis-Hastings swaps of adjacent positions with the sticks integrated out
-(``label_switching``; seed 002 sec. 3.2.3 points to Porteous et al. 2006 for such moves;
+(``label_switching``; Görür (2007, sec. 3.2.3) points to Porteous et al. 2006 for such moves;
 :func:`~sklearn_ibp.solvers.dp._dp_stick_kernels.switch_adjacent_labels`). They leave the
 likelihood as it is, so they improve mixing at no cost in exactness, and they pull large
 clusters to the front of the stick, which keeps the number of represented components low.

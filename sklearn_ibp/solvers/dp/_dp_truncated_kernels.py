@@ -1,5 +1,5 @@
 """Numba kernel of the blocked Gibbs sampler for the truncated DP (Ishwaran and James 2001;
-seed 002 sec. 3.2.3, Algorithm 8, eq. 3.44).
+Görür 2007, sec. 3.2.3, Algorithm 8, eq. 3.44).
 
 Given the weights and the parameters of all ``M`` components the labels are independent:
 ``P(c_i = k) ~ pi_k F(x_i | theta_k)``, drawn for every row in one pass.

@@ -1,5 +1,5 @@
 """Retrospective MCMC for DP mixtures on the stick-breaking representation
-(Papaspiliopoulos and Roberts 2008; seed 002 sec. 3.2.3, Algorithm 9, eqs. 3.45-3.47).
+(Papaspiliopoulos and Roberts 2008; Görür 2007, sec. 3.2.3, Algorithm 9, eqs. 3.45-3.47).
 
 The stick is broken only as far as a proposal needs: a row's label gets a
 Metropolis-Hastings step whose proposal is a point of the unit stick weighted by the
@@ -23,7 +23,7 @@ __all__ = ["RetrospectiveDP"]
 
 
 class RetrospectiveDP(StickBreakingDPSolver):
-    """Retrospective MCMC of Papaspiliopoulos and Roberts (seed 002 Algorithm 9).
+    """Retrospective MCMC of Papaspiliopoulos and Roberts (Görür 2007, Algorithm 9).
 
     One sweep is
 

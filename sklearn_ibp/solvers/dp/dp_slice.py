@@ -1,5 +1,5 @@
 """Slice sampling for DP mixtures on the stick-breaking representation (Walker 2007,
-"Sampling the Dirichlet mixture model with slices"; seed 002 sec. 3.2.3, Algorithm 10).
+"Sampling the Dirichlet mixture model with slices"; Görür 2007, sec. 3.2.3, Algorithm 10).
 
 An auxiliary slice ``u_i`` per row makes the infinite mixture finite: with
 ``p(c_i, u_i | pi, x_i, theta) ~ 1{u_i < pi_{c_i}} F(x_i | theta_{c_i})`` (eq. 3.50),
@@ -7,7 +7,7 @@ An auxiliary slice ``u_i`` per row makes the infinite mixture finite: with
 the finitely many components with ``pi_j > u_i`` (eq. 3.52). Given the slices the labels
 are independent, so they are drawn in one blocked pass, which is what makes the sampler
 fast on large N. It is exact: nothing is truncated, components are represented only as
-far as the smallest slice asks. (The seed cites the sampler as Walker 2006, the preprint of
+far as the smallest slice asks. (Görür 2007 cites the sampler as Walker 2006, the preprint of
 the 2007 paper.)
 """
 
@@ -27,7 +27,7 @@ __all__ = ["SliceDP"]
 
 
 class SliceDP(StickBreakingDPSolver):
-    """Walker's slice sampler for DP mixtures (seed 002 Algorithm 10, eqs. 3.48-3.52).
+    """Walker's slice sampler for DP mixtures (Görür 2007, Algorithm 10, eqs. 3.48-3.52).
 
     One sweep is
 

@@ -1,6 +1,6 @@
 """Split-merge sampling for conjugate DP mixtures (Jain and Neal 2004).
 
-Gibbs sampling of one indicator at a time (Algorithm 3 of seed 002, sec. 3.2.1) moves whole
+Gibbs sampling of one indicator at a time (Algorithm 3 of Görür 2007, sec. 3.2.1) moves whole
 clusters only through a chain of improbable intermediate states, so it can take very long
 to split a cluster that holds two groups or to merge two halves of one. Jain and Neal's
 *restricted Gibbs sampling* split-merge moves propose such changes in one Metropolis-Hastings

@@ -1,5 +1,5 @@
 """Blocked Gibbs sampling for the truncated stick-breaking DP (Ishwaran and James 2001;
-seed 002 sec. 3.1.4, eq. 3.17, and sec. 3.2.3, Algorithm 8, eqs. 3.42-3.44).
+Görür 2007, sec. 3.1.4, eq. 3.17, and sec. 3.2.3, Algorithm 8, eqs. 3.42-3.44).
 
 Truncating the stick-breaking construction at ``M`` components (``v_M = 1``) turns the DP
 mixture into a finite mixture, on which Gibbs sampling is plain: the labels are
@@ -24,13 +24,13 @@ __all__ = ["TruncatedDP", "truncation_error_bound"]
 def truncation_error_bound(truncation, alpha, n_samples) -> float:
     """Ishwaran and James's (2001, Theorem 2) bound on the L1 distance between the
     marginal laws of ``N`` observations under the DP mixture and under its truncation at
-    ``M`` components (seed 002 sec. 3.1.4).
+    ``M`` components (Görür 2007, sec. 3.1.4).
 
     ``4 (1 - E[(1 - R_M)^N]) <= 4 N E[R_M] = 4 N (alpha / (1 + alpha))^(M - 1)``, with
     ``R_M = prod_{k<M} (1 - v_k)`` the stick left after ``M - 1`` breaks: the two models
     can be coupled so that their labels differ only when a row falls past component
     ``M - 1``. For large ``alpha`` it is about ``4 N exp(-(M - 1) / alpha)``, the order
-    the seed quotes. The same coupling bounds the total variation between the two priors
+    Görür (2007) quotes. The same coupling bounds the total variation between the two priors
     over partitions by a quarter of it.
     """
     return 4.0 * n_samples * (alpha / (1.0 + alpha)) ** (truncation - 1.0)
@@ -38,7 +38,7 @@ def truncation_error_bound(truncation, alpha, n_samples) -> float:
 
 class TruncatedDP(StickBreakingDPSolver):
     """Blocked Gibbs sampler for the DP truncated at ``truncation`` components
-    (Ishwaran and James 2001; seed 002 Algorithm 8).
+    (Ishwaran and James 2001; Görür 2007, Algorithm 8).
 
     The prior is the stick-breaking construction (eq. 3.15) cut at ``M = truncation``
     components by setting ``v_M = 1`` (eq. 3.17): ``G_M = sum_{k<=M} pi_k delta_theta_k``.
@@ -48,7 +48,7 @@ class TruncatedDP(StickBreakingDPSolver):
        :mod:`sklearn_ibp.solvers.dp._dp_sticks`;
     1. the sticks given the labels, ``v_k ~ Beta(1 + n_k, alpha + sum_{l>k} n_l)`` for
        ``k < M`` (eqs. 3.42-3.43, with ``pi_k = v_k prod_{l<k} (1 - v_l)``: eq. 3.42 of
-       the seed drops the ``1 -``), and the parameters of the empty components from
+       Görür 2007 drops the ``1 -``), and the parameters of the empty components from
        ``G_0``;
     2. every label at once, ``P(c_i = k) ~ pi_k F(x_i | theta_k)``, ``k <= M`` (eq. 3.44);
     3. the occupied components' parameters from their posterior given their rows.
@@ -59,7 +59,7 @@ class TruncatedDP(StickBreakingDPSolver):
 
     ``|| m_M - m_inf ||_1 <= 4 N (alpha / (1 + alpha))^(M - 1) ~ 4 N exp(-(M - 1) / alpha)``
 
-    (:func:`truncation_error_bound`; the seed quotes the ``exp(-(M - 1) / alpha)``
+    (:func:`truncation_error_bound`; Görür (2007) quotes the ``exp(-(M - 1) / alpha)``
     order). With ``alpha = 1`` and ``N = 10,000``, ``M = 50`` gives ``7e-11``; the bound
     grows quickly with ``alpha`` (``alpha = 5``: ``5e0``, vacuous, take ``M = 200``), so a
     chain whose ``alpha`` is resampled upwards may need a larger ``truncation``. No more

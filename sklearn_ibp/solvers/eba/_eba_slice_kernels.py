@@ -1,5 +1,5 @@
 """Numba kernels of the slice sampler for the infinite elimination-by-aspects model
-(seed 002 sec. 4.5.2).
+(Görür 2007, sec. 4.5.2).
 
 Arrays (``cap`` aspect slots, only the first ``n_features`` live):
 

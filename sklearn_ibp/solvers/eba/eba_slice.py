@@ -1,12 +1,12 @@
 """Slice sampler for the elimination-by-aspects model with an IBP prior over the aspects
-(seed 002 sec. 4.5.2).
+(Görür 2007, sec. 4.5.2).
 
 The model (sec. 4.5.1): ``N`` alternatives with binary aspects ``Z ~ IBP(alpha)``,
 aspect weights ``w_k ~ Gamma(1, 1)`` (eq. 4.67), a unique aspect per alternative with its
 own ``Gamma(1, 1)`` weight ``u_i`` (the BTL part, fig. 4.14-4.15), choice probabilities
 of eq. 4.63 with a lapse ``eps`` and binomial counts of wins (eqs. 4.64-4.65).
 
-One sweep, as the seed's sec. 4.5.2:
+One sweep, as in Görür 2007, sec. 4.5.2:
 
 * ``Z`` by slice sampling on the semi-ordered stick-breaking representation (sec. 4.2.6,
   Algorithm 16), with the package's kernels of :mod:`.semi_ordered_slice`: the active
@@ -22,7 +22,7 @@ One sweep, as the seed's sec. 4.5.2:
   ``Gamma(a, 1)`` prior, ``a = weight_shape``, 1 in eq. 4.67) with the gamma
   proposal of eq. 4.70, ``w' ~ Gamma(eta, eta / w)`` (mean ``w``, sd ``w / sqrt(eta)``);
   ``eta`` is tuned towards an acceptance rate of 0.5 during the first ``adapt_sweeps``
-  sweeps (the burn-in) and then held, as the seed adjusts it "initially".
+  sweeps (the burn-in) and then held, as Görür (2007) adjusts it "initially".
 * ``alpha`` by Gibbs (:meth:`SliceEBA.sample_alpha`, called by the estimator):
   ``Gamma(1 + K, 1 + H_N)`` under a ``Gamma(1, 1)`` prior.
 """
@@ -153,7 +153,7 @@ def _grow(state: EBAState, capacity: int) -> None:
 
 
 class SliceEBA(Solver):
-    """Slice sampler for the infinite elimination-by-aspects model (seed 002 sec. 4.5.2).
+    """Slice sampler for the infinite elimination-by-aspects model (Görür 2007, sec. 4.5.2).
 
     ``Z`` by the semi-ordered stick-breaking slice sampler (Algorithm 16), the weights by
     Metropolis-Hastings with gamma proposals (eq. 4.70), ``alpha`` by Gibbs; see the
@@ -178,7 +178,7 @@ class SliceEBA(Solver):
         propose from the weight prior (accepted with the likelihood ratio). "auto": one
         when the weight prior's shape is below 1 (``InfiniteEBA(weight_shape < 1)``,
         whose weights span orders of magnitude that the multiplicative proposal crosses
-        slowly), none for the seed's ``Gamma(1, 1)``. Not counted in ``acceptance``.
+        slowly), none for Görür's (2007) ``Gamma(1, 1)``. Not counted in ``acceptance``.
     n_starts : int, default=4
         Starting states a chain draws from the prior; each runs ``start_sweeps`` sweeps
         and the chain continues from the one with the highest log joint probability

@@ -1,4 +1,4 @@
-"""Numba kernels of the Gibbs sampler for the correlated feature hierarchies (seed 000 ch. 7).
+"""Numba kernels of the Gibbs sampler of the feature hierarchies (Doshi-Velez 2009, ch. 7).
 
 The state is held in plain arrays with spare capacity (``Lcap`` category slots,
 ``Kcap`` feature slots):
@@ -226,7 +226,7 @@ def dp_rows(
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
     n_auxiliary, max_new, rng,
 ):
-    """Reassign every row's category (seed 000 sec. 7.2.1: Neal 2000's partial Gibbs).
+    """Reassign every row's category (Doshi-Velez 2009, sec. 7.2.1: Neal 2000's partial Gibbs).
 
     A row chooses among the other rows' categories (weight ``n_{-i,l}``) and
     ``n_auxiliary`` fresh categories (weight ``alpha_C / n_auxiliary``) whose links are
@@ -409,8 +409,8 @@ def ibp_rows(
     categories (only row ``n``, with the features only they link): replaced by
     ``Poisson(alpha_C / N)`` new categories whose links follow the IBP predictive of ``M``
     and whose new features' ``A`` is proposed from the row's data (the uncollapsed
-    new-feature move of seed 000 sec. 3.2 one level up; the Metropolis-Hastings ratio holds
-    the likelihood and ``p(A) / q(A)`` of the new and of the replaced features). The counts
+    new-feature move of Doshi-Velez 2009, sec. 3.2, one level up; the Metropolis-Hastings ratio
+    holds the likelihood and ``p(A) / q(A)`` of the new and of the replaced features). The counts
     are truncated (at ``max_new_categories`` categories, ``max_new`` new features a
     category): the ratio holds the truncated Poisson's mass of the new features' counts,
     and a row whose own categories the truncated proposal could not have drawn keeps them,

@@ -1,8 +1,8 @@
-"""Gibbs sampling for the correlated latent feature hierarchies (seed 000 chapter 7).
+"""Gibbs sampling for the correlated latent feature hierarchies (Doshi-Velez 2009, chapter 7).
 
 DP-IBP (``upper="dp"``, ``link="or"``, eq. 7.3), IBP-IBP (``upper="ibp"``, ``link="or"``,
 eq. 7.6) and the noisy-or IBP-IBP (``upper="ibp"``, ``link="noisy_or"``, eq. 7.8), with
-the features ``A`` explicit (the seed's uncollapsed sampler, sec. 7.3), so that any
+the features ``A`` explicit (the uncollapsed sampler of Doshi-Velez 2009, sec. 7.3), so that any
 :class:`~sklearn_ibp.likelihoods._feature_base.FeatureLikelihood` serves. One sweep:
 
 1. rows: the DP's category of each row by Neal's Algorithm 8 with fresh categories drawn
@@ -89,7 +89,7 @@ MERGE_SPLIT_ATTEMPTS = 8
 
 
 class GibbsHierarchy(Solver):
-    """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (seed 000 sec. 7.2).
+    """Gibbs sampler for the DP-IBP, IBP-IBP and noisy-or IBP-IBP (Doshi-Velez 2009, sec. 7.2).
 
     Parameters
     ----------
@@ -107,7 +107,7 @@ class GibbsHierarchy(Solver):
     transfer_moves : bool, default=True
         Also try, ``K`` times a sweep, to move part of a feature into another (see
         :meth:`transfer_features`): the move that frees a chain from features that are
-        combinations of others, the local optima the seed reports (sec. 7.2.3).
+        combinations of others, the local optima Doshi-Velez (2009, sec. 7.2.3) reports.
     merge_split_moves : bool, default=True
         Also try, ``min(L, 8)`` times a sweep, to merge two features that disjoint sets of
         categories link into one, or to split one feature's categories between two (see
@@ -574,7 +574,7 @@ class GibbsHierarchy(Solver):
 
         ``alpha_M ~ Gamma(1 + K, 1 + H_L)`` (the IBP over the ``L`` categories) and, for
         the IBP upper process, ``alpha_C ~ Gamma(1 + L, 1 + H_N)`` (vague Gamma(1, 1)
-        priors, seed 000 sec. 5.1); for the DP, ``alpha_C`` by slice sampling under the
+        priors, Doshi-Velez 2009, sec. 5.1); for the DP, ``alpha_C`` by slice sampling under the
         prior of :func:`~sklearn_ibp.priors.crp.sample_alpha_posterior_crp`. ``q`` has a
         uniform prior and is slice-sampled from ``prod (1 - q^s)^z q^(s (1 - z))`` over the
         entries with a parent.
@@ -667,7 +667,7 @@ class GibbsHierarchy(Solver):
         """Turn a chain of a simpler model into one of a richer model in place.
 
         A DP state is a valid IBP state (one category per row) and an ``or`` state a
-        valid noisy-or state (every child with a parent on): the seed initialises richer
+        valid noisy-or state (every child with a parent on): Doshi-Velez (2009) initialises richer
         models from the final sample of simpler ones (sec. 7.3).
         """
         if upper is not None:

@@ -118,7 +118,7 @@ class BaseIBPSolver(Solver):
     def alpha_rate(self, state: FeatureState) -> float:
         """Rate added to alpha's Gamma conditional: ``sum_n beta / (beta + n - 1)``.
 
-        Under a Gamma(1, 1) prior, ``alpha | Z ~ Gamma(1 + K, 1 + alpha_rate)`` (seed 000
+        Under a Gamma(1, 1) prior, ``alpha | Z ~ Gamma(1 + K, 1 + alpha_rate)`` (Doshi-Velez 2009,
         sec. 5.1, appendix C.1); priors of other shapes override this.
         """
         return harmonic_rate(state.X.shape[0], state.beta)

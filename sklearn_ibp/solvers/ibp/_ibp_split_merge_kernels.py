@@ -1,7 +1,7 @@
 """Numba kernel of the IBP split-merge move: one restricted Gibbs scan (Jain and Neal 2004).
 
-A split of feature ``k`` (seed 000 sec. 3.3, after Meeds et al. 2007) replaces its column by
-two columns ``a`` and ``b``; every row that had ``k`` takes one of three patterns on
+A split of feature ``k`` (Doshi-Velez 2009, sec. 3.3, after Meeds et al. 2007) replaces its column
+by two columns ``a`` and ``b``; every row that had ``k`` takes one of three patterns on
 ``(a, b)``: ``(1, 0)``, ``(0, 1)`` or ``(1, 1)`` (so that a merge, the OR of two columns, is
 its exact reverse). A restricted Gibbs scan visits those rows once and draws each row's
 pattern from its conditional given every other row, with ``A`` integrated out:

@@ -38,7 +38,7 @@ class AcceleratedIBP(BaseIBPSolver):
         Largest number of new features one row may take in one step (truncation of the
         Poisson in eq. 3.7).
     split_merge : int, default=3
-        Split-merge Metropolis-Hastings proposals made after each sweep (seed 000 sec. 3.3;
+        Split-merge Metropolis-Hastings proposals made after each sweep (Doshi-Velez 2009, sec. 3.3;
         :mod:`.ibp_split_merge`). Three per sweep undo the duplicated and merged shapes
         that single-entry updates leave after the default 100 sweeps (measured in
         :doc:`/user_guide`); 0 turns them off.
@@ -53,7 +53,8 @@ class AcceleratedIBP(BaseIBPSolver):
     -----
     The feature posterior is kept as its covariance and mean beside the integer Gram matrix
     ``Z^T Z`` and ``Z^T X``; window removals and insertions are Sherman-Morrison updates
-    (seed 000 sec. 4.2, in information form as its "known slips" note recommends).
+    (Doshi-Velez 2009, sec. 4.2, derived in information form, where removing or adding a
+    window's rows is a plain sum).
     """
 
     name = "accelerated"

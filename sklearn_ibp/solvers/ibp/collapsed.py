@@ -33,7 +33,7 @@ class CollapsedIBP(BaseIBPSolver):
         Largest number of new features one row may take in one step (truncation of the
         Poisson in eq. 3.7).
     split_merge : int, default=0
-        Split-merge Metropolis-Hastings proposals made after each sweep (seed 000 sec. 3.3;
+        Split-merge Metropolis-Hastings proposals made after each sweep (Doshi-Velez 2009, sec. 3.3;
         :mod:`.ibp_split_merge`).
     """
 

@@ -1,9 +1,9 @@
-"""Split-merge Metropolis-Hastings moves for the IBP (seed 000 sec. 3.3).
+"""Split-merge Metropolis-Hastings moves for the IBP (Doshi-Velez 2009, sec. 3.3).
 
 Single-site Gibbs samplers change one ``z_nk`` at a time, so two shapes that one feature
-explains together are separated only through improbable intermediate states. Seed 000 sec.
-3.3 names the remedy: the split-merge proposals of Meeds et al. (2007), where two features
-are combined by an OR or one feature is split, improved by the restricted Gibbs scans of
+explains together are separated only through improbable intermediate states. Doshi-Velez
+(2009, sec. 3.3) names the remedy: the split-merge proposals of Meeds et al. (2007), where two
+features are combined by an OR or one feature is split, improved by the restricted Gibbs scans of
 Jain and Neal (2004). This module implements that move for the linear-Gaussian model with
 ``A`` integrated out (eq. A.2); the Gibbs solvers call it ``split_merge`` times per sweep.
 
@@ -98,7 +98,7 @@ def _log_column_prior(count, n_samples, beta):
 
 def split_merge_proposal(X, Z, alpha, beta, sigma_x, sigma_a, rng,
                          n_intermediate=N_INTERMEDIATE_SCANS, sq_norm=None):
-    """Make one split-merge proposal and accept or reject it (seed 000 sec. 3.3).
+    """Make one split-merge proposal and accept or reject it (Doshi-Velez 2009, sec. 3.3).
 
     Parameters
     ----------

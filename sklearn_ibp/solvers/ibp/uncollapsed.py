@@ -31,8 +31,8 @@ class UncollapsedIBP(BaseIBPSolver):
         Largest number of new features proposed for one row (truncation of the Poisson).
     split_merge : int, default=0
         Split-merge Metropolis-Hastings proposals made after each sweep, on ``Z`` with ``A``
-        integrated out; ``A`` is redrawn from ``p(A | Z, X)`` after an accepted one (seed
-        000 sec. 3.3; :mod:`.ibp_split_merge`).
+        integrated out; ``A`` is redrawn from ``p(A | Z, X)`` after an accepted one (Doshi-Velez
+        2009, sec. 3.3; :mod:`.ibp_split_merge`).
     """
 
     name = "uncollapsed"

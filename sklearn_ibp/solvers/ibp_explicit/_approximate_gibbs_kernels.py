@@ -1,4 +1,4 @@
-"""Numba kernels of the approximate Gibbs IBP sampler (seed 002 sec. 4.2.2, Algorithm 12).
+"""Numba kernels of the approximate Gibbs IBP sampler (Görür 2007, sec. 4.2.2, Algorithm 12).
 
 The state arrays are those of :mod:`._metropolis_kernels` (``Z``, ``A``, ``counts``,
 ``pred`` with spare capacity); the shared-feature pass is the same

@@ -215,7 +215,7 @@ class ExplicitFeatureSolver(Solver):
         raise NotImplementedError
 
     def sample_alpha(self, state: ExplicitFeatureState, rng, prior=(1.0, 1.0)) -> None:
-        """``alpha | Z ~ Gamma(shape + K, rate + H_N)`` (seed 000 sec. 5.1): valid for
+        """``alpha | Z ~ Gamma(shape + K, rate + H_N)`` (Doshi-Velez 2009, sec. 5.1): valid for
         solvers whose state holds ``Z`` and ``A`` only. Solvers that carry sticks
         override it with the conditional given their sticks."""
         state.alpha = sample_alpha_posterior(

@@ -1,4 +1,4 @@
-"""Numba kernels of the deterministic climb to a posterior mode (seed 000 sec. 4.5).
+"""Numba kernels of the deterministic climb to a posterior mode (Doshi-Velez 2009, sec. 4.5).
 
 The state is held as in :mod:`._metropolis_kernels`: ``Z`` (N, cap) int8 and ``A``
 (cap, D) float64 with spare slots, ``counts`` (cap,) int64 (``m_k``; 0 marks a dead slot,
@@ -8,7 +8,7 @@ codes and arrays (``obs_kind``, ``noise``, ``prior_kind``, ``prior``; see
 :mod:`sklearn_ibp.likelihoods._observation_kernels`).
 
 The objective is the log joint ``log p(X | Z, A) + log p(A) + log P([Z] | alpha)`` with the
-IBP probability of the left-ordered class (seed 000 eq. 2.1),
+IBP probability of the left-ordered class (Doshi-Velez 2009, eq. 2.1),
 
     log P([Z]) = K log alpha - sum_h log K_h! - alpha H_N + sum_k log B(m_k, N - m_k + 1).
 
@@ -91,7 +91,7 @@ def _n_equal(Z, counts, hashes, K, k, m, h, flip_row):
 
 @njit(cache=True)
 def _noisy_or_entry(x, count, noise, d):
-    """``log P(x_nd | count)`` of the leaky noisy-or (seed 000 eq. A.4)."""
+    """``log P(x_nd | count)`` of the leaky noisy-or (Doshi-Velez 2009, eq. A.4)."""
     log_p_zero = noise[0, d]
     if count > 0.0:
         log_p_zero += count * noise[1, d]
@@ -299,7 +299,7 @@ def climb_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_kind, n
 @njit(cache=True)
 def climb_features(X, observed, Z, A, pred, K, obs_kind, noise, prior_kind, prior):
     """``A`` by exact coordinate ascent given ``Z`` (features in order, each dimension),
-    for the non-negative (exponential prior, seed 000 appendix A.2) and binary (leaky
+    for the non-negative (exponential prior, Doshi-Velez 2009, appendix A.2) and binary (leaky
     noisy-or, appendix A.3) features; ``pred`` follows each change.
 
     Non-negative: the conditional of ``a_kd`` is a Gaussian truncated to ``[0, inf)`` whose

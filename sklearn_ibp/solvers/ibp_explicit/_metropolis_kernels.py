@@ -1,4 +1,4 @@
-"""Numba kernels of the Metropolis-Hastings IBP sampler (seed 002 sec. 4.2.3, Algorithm 13).
+"""Numba kernels of the Metropolis-Hastings IBP sampler (Görür 2007, sec. 4.2.3, Algorithm 13).
 
 The state is held in plain arrays with spare capacity (``cap`` feature slots):
 
@@ -52,7 +52,7 @@ def gibbs_shared_features(n, X, observed, Z, A, pred, counts, K, obs_kind, noise
     is a work buffer); ``pred[n]`` and ``counts`` follow each change. ``log_lik`` is the
     row's current log-likelihood; the updated value is returned.
 
-    The shards of the data-parallel sampler (seed 000 sec. 5.1,
+    The shards of the data-parallel sampler (Doshi-Velez 2009, sec. 5.1,
     :mod:`sklearn_ibp.distributed._noisy_or_kernels`) pass three more arguments:
     ``n_total`` (> 0) is the ``N`` of the prior odds, all shards' rows (``counts`` then
     holds the other shards' counts plus the shard's own); ``log_one`` (a
@@ -145,8 +145,8 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
     """Metropolis-Hastings move on row ``n``'s unique features (Algorithm 13, eq. 4.40).
 
     The unique features (``z_nk = 1``, ``m_{-n,k} = 0``) are proposed to be replaced by
-    ``K_new ~ Poisson(proposal_rate)`` new ones (the prior's ``rate = alpha / N`` in the
-    seed; any other rate adds ``(K_new - K_own) log(rate / proposal_rate)`` to the log
+    ``K_new ~ Poisson(proposal_rate)`` new ones (the prior's ``rate = alpha / N`` in
+    Görür 2007; any other rate adds ``(K_new - K_own) log(rate / proposal_rate)`` to the log
     ratio, the Poisson prior over the proposal) whose values are drawn into the free slots
     ``K .. K + K_new - 1`` of ``A``. With ``proposal == PROPOSE_PRIOR`` the values come
     from the prior ``G_0``, and the acceptance ratio is the likelihood ratio (Meeds et
@@ -167,7 +167,7 @@ def unique_features_move(n, X, observed, Z, A, pred, counts, K, obs_kind, noise,
 
     With ``allow_new=False`` no new feature is proposed (``K_new = 0``, no Poisson draw):
     the move may only drop the row's unique features, with the ratio above at
-    ``K_new = 0``. The data-parallel shards without the token use it (seed 000 sec. 5.1:
+    ``K_new = 0``. The data-parallel shards without the token use it (Doshi-Velez 2009, sec. 5.1:
     only the token holder creates features).
     """
     D = X.shape[1]
@@ -244,7 +244,7 @@ def metropolis_rows(start, row_order, X, observed, Z, A, pred, counts, K, obs_ki
     the dead slots then compacted away; earlier when the next row could need more than the
     free slots, so the driver compacts and grows the arrays).
 
-    A shard of the data-parallel sampler (seed 000 sec. 5.1,
+    A shard of the data-parallel sampler (Doshi-Velez 2009, sec. 5.1,
     :mod:`sklearn_ibp.distributed._noisy_or_shard`) sweeps its rows with the shard
     arguments: ``allow_new`` (False unless it holds the token: the unique-feature move
     may then only drop features, and no free slot is needed), ``n_total``, ``log_one``

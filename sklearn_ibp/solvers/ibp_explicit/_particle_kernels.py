@@ -1,5 +1,5 @@
 """Numba kernels of the IBP particle filter and its conditional (particle Gibbs) form
-(seed 000 sec. 3.5, after Wood & Griffiths, 2007).
+(Doshi-Velez 2009, sec. 3.5, after Wood & Griffiths, 2007).
 
 The rows are visited in an order ``order`` (time ``t`` adds row ``order[t]``). Each
 particle is the prefix of a path of the sequential Indian buffet: the rows added so far
@@ -223,7 +223,7 @@ def new_feature_proposal(draw, x, observed, base, obs_kind, noise, prior_kind, p
 
     ``base`` is the row's prediction without this feature. Per dimension: a Gaussian
     (Gaussian prior, Gaussian noise), a Gaussian truncated to ``[0, inf)`` (exponential
-    prior, seed 000 appendix A.2) or a Bernoulli whose odds are the prior odds times the
+    prior, Doshi-Velez 2009, appendix A.2) or a Bernoulli whose odds are the prior odds times the
     entry's likelihood ratio (binary features, any binary observation model). A
     continuous prior under a non-Gaussian observation falls back to the prior (ratio 1).
     Missing entries leave a dimension at its prior.
@@ -288,8 +288,8 @@ def existing_features_step(draw, x, observed, row, counts, values, K, n, obs_kin
     or, for the reference, read from ``row`` and scored; ``counts`` and ``pred`` (zero on
     entry) follow. Returns ``(log prior(z) - log q(z), log p(x_n | pred))``.
 
-    The prior (the buffet, seed 000 sec. 2) holds feature ``k`` with probability
-    ``m_k / n``. ``PROPOSE_PRIOR`` proposes from it (the seed's filter; the ratio is 0).
+    The prior (the buffet, Doshi-Velez 2009, sec. 2) holds feature ``k`` with probability
+    ``m_k / n``. ``PROPOSE_PRIOR`` proposes from it (Doshi-Velez's filter; the ratio is 0).
     ``PROPOSE_DATA`` visits the features in slot order and proposes each ``z_nk`` from
     the prior odds times the likelihood ratio of adding ``a_k`` to the features chosen
     before it, so that a particle's row fits its data far more often than a blind draw.
@@ -369,15 +369,15 @@ def _grow_particles(counts, values, spare_counts, spare_values, rows, capacity):
 def run_particles(X, observed, order, obs_kind, noise, prior_kind, prior, alpha, n_particles,
                   scheme, ess_threshold, proposal, conditional, ref_Z, ref_A, ref_created,
                   rng):
-    """One run of the particle filter over the rows in ``order`` (seed 000 sec. 3.5).
+    """One run of the particle filter over the rows in ``order`` (Doshi-Velez 2009, sec. 3.5).
 
     At time ``t`` (row ``n = order[t]``, the ``t + 1``-th customer) every free particle
-    extends its path by the Indian buffet (seed 000 sec. 2): ``z_nk`` for each feature it
+    extends its path by the Indian buffet (Doshi-Velez 2009, sec. 2): ``z_nk`` for each feature it
     has (prior ``Bernoulli(m_k / (t + 1))``; :func:`existing_features_step`), then
     ``Poisson(alpha / (t + 1))`` new features, whose values come from
     :func:`new_features_step`. Its weight is multiplied by the row's likelihood
     ``p(x_n | z_n, A)`` times the prior-to-proposal ratio of what it drew (1 with
-    ``proposal == PROPOSE_PRIOR``, the seed's filter: ``z_n`` from the buffet, values
+    ``proposal == PROPOSE_PRIOR``, the filter of Doshi-Velez 2009: ``z_n`` from the buffet, values
     from ``G_0``). Before a row, when the effective sample size of the weights is below
     ``ess_threshold * P`` (always, at ``ess_threshold >= 1``), the particles are
     resampled (:func:`resample_ancestors`) and the weights reset.

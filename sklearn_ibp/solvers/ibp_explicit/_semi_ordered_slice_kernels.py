@@ -1,4 +1,4 @@
-"""Numba kernels of the semi-ordered stick-breaking slice sampler for the IBP (seed 002
+"""Numba kernels of the semi-ordered stick-breaking slice sampler for the IBP (Görür 2007,
 sec. 4.2.6, Algorithm 16).
 
 The stick draws and the row update are those of Algorithm 15 (:mod:`._slice_kernels`);
@@ -8,7 +8,7 @@ the sweep, empty sticks from eq. 4.57) and back (empty features dropped), and th
 per-row birth and death of the unique features that follows the slice updates
 (:func:`unique_feature_rows`, Algorithm 13's move, reused from :mod:`._metropolis_kernels`).
 
-The ``*_weighted`` kernels are the same sweep for the real-weighted model of seed 002
+The ``*_weighted`` kernels are the same sweep for the real-weighted model of Görür 2007,
 sec. 4.4 (eq. 4.62): the weights ``W = Z ⊙ Y`` travel with ``Z`` through the sort and the
 removal of features, the prediction is ``W A``, and the row update integrates the weight
 out of each ``z_nk`` (:mod:`sklearn_ibp.likelihoods._real_weighted_kernels`). The binary
@@ -131,7 +131,7 @@ def unique_feature_rows(start, row_order, X, observed, Z, A, pred, counts, K, ob
     return compact_features(Z, A, counts, K), row_order.shape[0]
 
 
-# -- the real-weighted model (seed 002 sec. 4.4, eq. 4.62) -----------------------------
+# -- the real-weighted model (Görür 2007, sec. 4.4, eq. 4.62) -----------------------------
 #
 # The same sweep with the weights W = Z ⊙ Y (N, cap) float64 carried beside Z: W[n, k] is
 # 0 wherever Z[n, k] is 0, so the prediction is W A. Only Gaussian observations and a

@@ -1,4 +1,4 @@
-"""Numba kernels of the stick-breaking slice sampler for the IBP (seed 002 sec. 4.2.5,
+"""Numba kernels of the stick-breaking slice sampler for the IBP (Görür 2007, sec. 4.2.5,
 Algorithm 15), shared with the semi-ordered sampler (sec. 4.2.6, Algorithm 16).
 
 Arrays (spare capacity ``cap`` feature slots, only the first ``n_features`` live):
@@ -11,8 +11,8 @@ Arrays (spare capacity ``cap`` feature slots, only the first ``n_features`` live
 ``sticks`` (cap,) float64
     The feature presence probabilities ``mu_k`` of the represented features.
 
-Every stick is drawn from a density that is log-concave in ``t = log mu`` (seed eqs.
-4.51, 4.53, 4.57),
+Every stick is drawn from a density that is log-concave in ``t = log mu`` (Görür 2007,
+eqs. 4.51, 4.53, 4.57),
 
 ``l(t) = a t + b log(1 - e^t) + c sum_{i=1}^N (1 - e^t)^i / i``  (``a, b, c >= 0``),
 
@@ -112,7 +112,7 @@ def _hull_pieces(xs, hs, ds, n, lo, hi, zs, log_mass):
 @njit(cache=True)
 def sample_log_stick(lo, hi, a, b, c, n_rows, rng):
     """An exact draw of ``t = log mu`` from ``exp(l(t))`` on ``(lo, hi)`` by adaptive
-    rejection sampling (seed 002 sec. 4.2.5 samples eqs. 4.51 and 4.53 by ARS).
+    rejection sampling (sec. 4.2.5 of Görür 2007 samples eqs. 4.51 and 4.53 by ARS).
 
     ``lo`` may be ``-inf`` when ``a > 0`` (the left tail then decays like ``e^{a t}``);
     ``hi <= 0`` is finite.
@@ -338,13 +338,13 @@ def update_row_features(kind, x, observed, z, A, pred, counts, sticks, n_feature
     alone (Gaussian or non-negative Gaussian; the prior for binary features), switching
     off proposes ``a_k`` from the prior. The acceptance ratio of switching on is
     ``mu_k / mu*_1 p(a) f(x_n | a) / ((1 - mu_k) / mu*_0 f(x_n) q(a))``, which does not
-    involve the old ``a_k``; switching off uses its inverse at the current ``a_k``. The
-    seed draws new features' values from the prior; this proposal is what lets a new
+    involve the old ``a_k``; switching off uses its inverse at the current ``a_k``. Görür
+    (2007) draws new features' values from the prior; this proposal is what lets a new
     feature in when ``D`` is large.
 
     The column order must not depend on ``Z`` (a scan order that depends on the state
     being updated, such as "active features first", biases the chain): both samplers keep
-    the columns in decreasing stick order, as the seed's stick-breaking representation.
+    the columns in decreasing stick order, as Görür's (2007) stick-breaking representation.
     """
     K = n_features
     ll = row_log_likelihood(kind, x, observed, pred, noise)

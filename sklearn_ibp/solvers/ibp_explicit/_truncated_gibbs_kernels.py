@@ -1,4 +1,4 @@
-"""Numba kernels of Gibbs sampling for the truncated stick-breaking IBP (seed 002 sec. 4.2.4).
+"""Numba kernels of Gibbs sampling for the truncated stick-breaking IBP (Görür 2007, sec. 4.2.4).
 
 The chain holds all ``K*`` sticks in stick order (strictly decreasing), with arrays
 

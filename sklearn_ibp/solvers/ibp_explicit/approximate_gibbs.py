@@ -1,4 +1,4 @@
-"""Approximate Gibbs sampling for non-conjugate IBP models (seed 002 sec. 4.2.2).
+"""Approximate Gibbs sampling for non-conjugate IBP models (Görür 2007, sec. 4.2.2).
 
 Algorithm 12 (Görür et al., 2006): Neal's Algorithm 8 for the DP one level up. The
 features ``A`` stay explicit, so any explicit-feature likelihood is served; a row's unique
@@ -20,7 +20,7 @@ __all__ = ["ApproximateGibbsIBP"]
 
 
 class ApproximateGibbsIBP(_RowwiseExplicitSolver):
-    """Approximate Gibbs sampler with auxiliary features (Algorithm 12, seed 002 sec. 4.2.2).
+    """Approximate Gibbs sampler with auxiliary features (Algorithm 12, Görür 2007, sec. 4.2.2).
 
     For each row ``n``, in a random order:
 
@@ -55,8 +55,8 @@ class ApproximateGibbsIBP(_RowwiseExplicitSolver):
     Parameters
     ----------
     n_auxiliary : int, default=4
-        ``K_hat``, the number of auxiliary features (the truncation of the seed). Larger
-        is closer to the exact posterior; the cost of a row's step grows as
+        ``K_hat``, the number of auxiliary features (the truncation of Görür 2007, Algorithm 12).
+        Larger is closer to the exact posterior; the cost of a row's step grows as
         ``2^n_auxiliary`` up to 10 and linearly beyond.
 
     Attributes

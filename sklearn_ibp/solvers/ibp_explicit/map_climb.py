@@ -1,6 +1,6 @@
-"""A deterministic climb to a mode of the IBP posterior (seed 000 sec. 4.5).
+"""A deterministic climb to a mode of the IBP posterior (Doshi-Velez 2009, sec. 4.5).
 
-Seed 000 sec. 4.5, last paragraph: "instead of sampling, one can simply climb in the
+Doshi-Velez 2009, sec. 4.5, last paragraph: "instead of sampling, one can simply climb in the
 direction of increasing likelihood". This module is that climb for every explicit-feature
 likelihood (``"gaussian"``, ``"exponential"``, the leaky noisy-or ``"noisy_or"``). Its
 objective is the log joint the explicit-feature samplers trace
@@ -64,7 +64,7 @@ _PROB_BOUNDS = (1e-6, 1.0 - 1e-6)
 
 
 class MapClimbIBP(ExplicitFeatureSolver):
-    """Deterministic hill climbing to a mode of the IBP posterior (seed 000 sec. 4.5).
+    """Deterministic hill climbing to a mode of the IBP posterior (Doshi-Velez 2009, sec. 4.5).
 
     An optimiser, not a sampler (:attr:`exact` is False): the chain does not target the
     posterior. Each :meth:`sweep` never lowers the log joint
@@ -83,9 +83,9 @@ class MapClimbIBP(ExplicitFeatureSolver):
     ----------
     birth : {"auto", "singleton", "shared"}, default="auto"
         The new feature each row may gain. ``"singleton"``: a feature of that row alone,
-        its values at their mode given the row's residual (the brief of seed 000 sec.
-        4.5). ``"shared"``: also tries, and keeps if better, that feature given to every
-        row whose likelihood it raises, refitted to those rows (three rounds of
+        its values at their mode given the row's residual (the brief sketch in Doshi-Velez
+        2009, sec. 4.5). ``"shared"``: also tries, and keeps if better, that feature given to
+        every row whose likelihood it raises, refitted to those rows (three rounds of
         recruiting and refitting; the change of the log joint is computed exactly for the
         whole block, so the climb stays monotone). A singleton must pay the whole prior
         cost of a feature from one row's evidence, so with many dimensions it is rarely
@@ -215,7 +215,7 @@ class MapClimbIBP(ExplicitFeatureSolver):
 
     def sample_alpha(self, state: ExplicitFeatureState, rng=None, prior=(1.0, 1.0)) -> None:
         """``alpha`` at the mode of its conditional ``Gamma(shape + K, rate + H_N)``
-        (seed 000 sec. 5.1), ``(shape + K - 1) / (rate + H_N)``; deterministic, ``rng`` is
+        (Doshi-Velez 2009, sec. 5.1), ``(shape + K - 1) / (rate + H_N)``; deterministic, ``rng`` is
         not used. When ``shape + K <= 1`` the mode is at zero, which would forbid new
         features for good; ``alpha`` is then left as it is."""
         shape, rate = float(prior[0]), float(prior[1])
@@ -232,7 +232,7 @@ class MapClimbIBP(ExplicitFeatureSolver):
     def mode_parameters(self, state: ExplicitFeatureState, likelihood) -> dict:
         """Set the likelihood's parameters to their conditional mode given ``Z`` and ``A``.
 
-        Under the likelihoods' priors (seed 000 sec. 5.1: Gamma(1, 1) on the precisions
+        Under the likelihoods' priors (Doshi-Velez 2009, sec. 5.1: Gamma(1, 1) on the precisions
         and on the exponential rate; Beta priors of the noisy-or): the noise precision
         ``1 / sigma_x^2`` at the mode ``(n_obs / 2) / (1 + sum r^2 / 2)`` of its
         Gamma(1 + n_obs / 2, 1 + sum r^2 / 2) conditional; ``1 / sigma_a^2`` at

@@ -1,7 +1,7 @@
-"""Metropolis-Hastings sampling of the IBP's unique features (seed 002 sec. 4.2.3).
+"""Metropolis-Hastings sampling of the IBP's unique features (Görür 2007, sec. 4.2.3).
 
 Algorithm 13 (after Meeds et al., 2007; the uncollapsed sampler's new-feature move of
-seed 000 sec. 3.1): the features ``A`` stay explicit, so any explicit-feature likelihood
+Doshi-Velez 2009, sec. 3.1): the features ``A`` stay explicit, so any explicit-feature likelihood
 (linear-Gaussian, exponential-Gaussian, binary detection) is served. For each row, the
 entries ``z_nk`` of features other rows have are Gibbs-sampled (eq. 4.36), and the row's
 unique features are replaced, by a Metropolis-Hastings move, with a proposed number of new
@@ -164,8 +164,8 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
 class MetropolisIBP(_RowwiseExplicitSolver):
     """Gibbs sampling with Metropolis-Hastings moves for unique features (Algorithm 13).
 
-    Seed 002 sec. 4.2.3 (Meeds et al., 2007; seed 000 sec. 3.1). For each row ``n``, in a
-    random order:
+    Görür 2007, sec. 4.2.3 (Meeds et al., 2007; Doshi-Velez 2009, sec. 3.1). For each row ``n``, in
+    a random order:
 
     1. every ``z_nk`` of a feature other rows have (``m_{-n,k} > 0``) is drawn from its
        conditional, prior odds ``m_{-n,k} / (N - m_{-n,k})`` times the likelihood ratio
@@ -185,16 +185,16 @@ class MetropolisIBP(_RowwiseExplicitSolver):
         Largest number of new features one proposal may hold.
     proposal : {"prior", "data"}, default="prior"
         How the new features' values are proposed. ``"prior"``: from the feature prior
-        ``G_0``, the seed's choice; the ratio is the likelihood ratio, but a prior draw
+        ``G_0``, Görür's (2007) choice; the ratio is the likelihood ratio, but a prior draw
         rarely fits many dimensions at once, so acceptance falls with ``D``. ``"data"``:
         each new value from its conditional posterior given the row and the features
         proposed before it (Gaussian, positive truncated Gaussian or Bernoulli per
-        dimension; seed 000 sec. 3.1, "some intelligent proposal distribution"); the ratio
+        dimension; Doshi-Velez 2009, sec. 3.1, "some intelligent proposal distribution"); the ratio
         then also holds ``G_0(a) / q(a)`` of the new values over that of the replaced ones.
         Both are exact; ``"data"`` mixes far faster on images.
     proposal_rate : float or None, default=None
         Rate of the Poisson that proposes the number of new features. None uses the
-        prior's ``alpha / N`` (the seed's choice, under which the ratio holds no count
+        prior's ``alpha / N`` (Görür's (2007) choice, under which the ratio holds no count
         term); with many rows that proposes a new feature once in ``N / alpha`` rows, so a
         larger rate (say 0.5) lets a chain start from no features within a few sweeps.
         The ratio then holds ``(alpha / N / proposal_rate)^(K_new - K_unique)``: exact

@@ -1,8 +1,8 @@
-"""The IBP particle filter (seed 000 sec. 3.5, Wood & Griffiths, 2007) and particle Gibbs.
+"""The IBP particle filter (Doshi-Velez 2009, sec. 3.5, Wood & Griffiths, 2007) and particle Gibbs.
 
-The seed's filter pretends the rows arrive one at a time. Each particle adds the next row
-from the IBP's sequential construction (the Indian buffet) given its earlier rows, with
-the values of the new features drawn from their prior; particles are weighted by the
+The filter of Doshi-Velez (2009, sec. 3.5) pretends the rows arrive one at a time. Each particle
+adds the next row from the IBP's sequential construction (the Indian buffet) given its earlier rows,
+with the values of the new features drawn from their prior; particles are weighted by the
 likelihood of the row and resampled. After the last row the particles approximate the
 posterior, exactly only as their number grows. :func:`particle_filter` is that filter.
 
@@ -22,7 +22,7 @@ existing feature with probability ``m_k / n`` and creates ``Poisson(alpha / n)``
 with values ``a ~ G_0``. A complete path ``omega`` is a labelled pair ``(Z, A)`` whose
 columns are in order of creation; its probability is
 ``Q(omega) = alpha^K exp(-alpha H_N) prod_k (m_k - 1)! (N - m_k)! / N! prod_k G_0(a_k)
-/ prod_t K_t!``, with ``K_t`` the features created by the ``t``-th row (seed 000 sec. 2,
+/ prod_t K_t!``, with ``K_t`` the features created by the ``t``-th row (Doshi-Velez 2009, sec. 2,
 eq. 2.1 with the ``K_t!`` orders of each row's new dishes). This does not depend on
 ``sigma``, and it is the same for each of the ``prod_t K_t!`` creation-ordered labellings
 of one class ``[Z, A]`` (the class of ``(Z, A)`` up to the order of its columns).
@@ -63,8 +63,8 @@ second Gibbs step. The chain on ``[Z, A]`` therefore targets ``p(Z, A | X, alpha
 params)``; ``alpha`` is updated by the inherited ``Gamma(shape + K, rate + H_N)``
 conditional.
 
-A brand-new feature is proposed from its prior, as in the seed, so in many dimensions it
-is rarely kept (the seed's remark that the filter "often requires a large number of
+A brand-new feature is proposed from its prior, as in Doshi-Velez 2009, so in many dimensions it
+is rarely kept (Doshi-Velez's (2009) remark that the filter "often requires a large number of
 particles"); the sampler is most useful at moderate ``D`` or as the start of a chain.
 """
 
@@ -116,7 +116,7 @@ def _check_filter_arguments(n_particles, resampling, ess_threshold, proposal):
 def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
                     resampling="systematic", ess_threshold=0.5, proposal="data",
                     random_state=None):
-    """Run the IBP particle filter once (seed 000 sec. 3.5) and draw one particle.
+    """Run the IBP particle filter once (Doshi-Velez 2009, sec. 3.5) and draw one particle.
 
     The rows are visited in a uniformly random order. Every particle draws the next row
     from the Indian buffet given its earlier rows (existing features with probability
@@ -176,9 +176,9 @@ def particle_filter(X, observed, alpha, params, likelihood, n_particles=20,
 
 
 class ParticleIBP(_RowwiseExplicitSolver):
-    """Particle Gibbs for the IBP: the seed's particle filter run as conditional SMC.
+    """Particle Gibbs for the IBP: the particle filter of Doshi-Velez 2009 run as conditional SMC.
 
-    Seed 000 sec. 3.5 (Wood & Griffiths, 2007); the derivation is in the module
+    Doshi-Velez 2009, sec. 3.5 (Wood & Griffiths, 2007); the derivation is in the module
     docstring. One sweep, in a fresh uniformly random row order:
 
     1. the current ``(Z, A)`` becomes the reference path (features in order of the row
@@ -193,7 +193,7 @@ class ParticleIBP(_RowwiseExplicitSolver):
 
     The chain targets the exact posterior ``p(Z, A | X, alpha, params)`` at any number of
     particles; more particles renew more of the path per sweep. ``initialize`` starts
-    from one run of the unconditional filter (``init="filter"``, what the seed describes)
+    from one run of the unconditional filter (``init="filter"``, what Doshi-Velez 2009 describes)
     or from the given ``Z`` and ``A`` (``init="given"``).
 
     Parameters

@@ -1,4 +1,4 @@
-"""Slice sampling for the semi-ordered stick-breaking IBP (seed 002 sec. 4.2.6,
+"""Slice sampling for the semi-ordered stick-breaking IBP (Görür 2007, sec. 4.2.6,
 Algorithm 16).
 
 The semi-ordered representation keeps the active features unordered, each with its stick
@@ -18,7 +18,7 @@ stick order (eq. 4.57). Between sweeps the chain holds the IBP representation (`
 * draw ``A`` given ``Z`` with the likelihood's own update.
 
 Without the ordering constraint of Algorithm 15 a feature is never held in place by the
-features around it. Seed 002 (sec. 4.3, fig. 4.7) found the sampler mixing K about as
+features around it. Görür (2007, sec. 4.3, fig. 4.7) found the sampler mixing K about as
 fast as conjugate Gibbs. Here Algorithm 16 alone did not: in the mixing test of that
 setting (``tests/solvers/test_mixing.py``: 100 points, D = 1, 2, 3, alpha 1 and 2) the
 integrated autocorrelation time of K was 3.4-4.1 times collapsed Gibbs's and about the
@@ -26,9 +26,9 @@ same as Algorithm 15's, because a single slice per sweep rarely reaches down to 
 sticks of new features. With the per-row move it is 1.2-1.7 times collapsed Gibbs's and
 0.4-0.6 times Algorithm 15's (geometric means over 12 data sets, three batches).
 
-The real-weighted model (seed 002 sec. 4.4, eq. 4.62; the likelihood
+The real-weighted model (Görür 2007, sec. 4.4, eq. 4.62; the likelihood
 :class:`~sklearn_ibp.likelihoods.real_weighted.RealWeightedGaussian`, detected by its
-``weights`` attribute) is the model the seed runs this sampler on. Its chain also holds
+``weights`` attribute) is the model Görür (2007) runs this sampler on. Its chain also holds
 the weights ``W = Z ⊙ Y`` in ``state.stats["Y"]`` (n_samples, capacity; 0 wherever
 ``z_nk = 0``; :func:`active_weights` gives the live columns), kept in step with ``Z``
 through every change of capacity, sort and removal of features. A sweep then:
@@ -89,7 +89,7 @@ _UNIQUE_K_MAX = 6
 
 
 def _is_weighted(likelihood) -> bool:
-    """Whether ``likelihood`` is the real-weighted model (seed 002 eq. 4.62)."""
+    """Whether ``likelihood`` is the real-weighted model (Görür 2007, eq. 4.62)."""
     return getattr(likelihood, "weights", None) == "gaussian"
 
 
@@ -135,7 +135,7 @@ def _fit_stats(state: ExplicitFeatureState) -> None:
 
 
 class SemiOrderedSliceIBP(ExplicitFeatureSolver):
-    """Slice sampler on the semi-ordered stick-breaking IBP (seed 002 sec. 4.2.6,
+    """Slice sampler on the semi-ordered stick-breaking IBP (Görür 2007, sec. 4.2.6,
     Algorithm 16).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
@@ -152,7 +152,7 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
     ``1 / N``, and once every active feature is shared the slice is mostly far above
     them (from ``Z = 0`` a chain on 100 rows could wait a thousand sweeps for its first
     feature). So by default each sweep ends, before ``A`` is redrawn, with the
-    birth-and-death move of Algorithm 13 (seed 002 eq. 4.40) in every row: the row's
+    birth-and-death move of Algorithm 13 (Görür 2007, eq. 4.40) in every row: the row's
     unique features are proposed to be replaced by ``Poisson(alpha / N)`` new ones. The
     move acts on the IBP representation, with the sticks integrated out; the sticks are
     redrawn from their conditional given ``Z`` at the start of every sweep, so the
@@ -167,8 +167,8 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
     unique_moves : {"data", "prior"} or None, default="data"
         The per-row birth-and-death move of the unique features after the slice updates
         (see above), with the new features' values proposed from their conditional given
-        the row (``"data"``) or from their prior (``"prior"``, the seed's Algorithm 13),
-        or no such move (None: Algorithm 16 as the seed gives it).
+        the row (``"data"``) or from their prior (``"prior"``, Görür's (2007) Algorithm 13),
+        or no such move (None: Algorithm 16 as Görür (2007) gives it).
     """
 
     name = "semi_ordered_slice"

@@ -1,4 +1,4 @@
-"""Slice sampling for the stick-breaking IBP (seed 002 sec. 4.2.5, Algorithm 15).
+"""Slice sampling for the stick-breaking IBP (Görür 2007, sec. 4.2.5, Algorithm 15).
 
 The stick-breaking construction orders the feature probabilities ``1 > mu_1 > mu_2 > ...``
 (eq. 4.15, appendix A.1). A slice variable ``s ~ Uniform(0, mu*)``, with ``mu*`` the stick
@@ -152,7 +152,7 @@ def _grown(Z, A, sticks, counts, cap):
 
 
 class SliceIBP(ExplicitFeatureSolver):
-    """Slice sampler on the stick-breaking IBP (seed 002 sec. 4.2.5, Algorithm 15).
+    """Slice sampler on the stick-breaking IBP (Görür 2007, sec. 4.2.5, Algorithm 15).
 
     Exact for any explicit-feature likelihood (``"gaussian"``, ``"exponential"``,
     ``"detection"``, ``"noisy_or"``):
@@ -160,10 +160,10 @@ class SliceIBP(ExplicitFeatureSolver):
     representation, sticks are exact draws from their log-concave conditionals (adaptive
     rejection sampling, :mod:`._slice_kernels`). A feature no other row has is switched
     on together with values proposed from the posterior given the row alone and accepted
-    by Metropolis-Hastings (the seed draws them from the prior, which almost never fits
+    by Metropolis-Hastings (Görür 2007 draws them from the prior, which almost never fits
     when ``D`` is large). The strictly decreasing order of the sticks makes it mix more slowly
     over features than the semi-ordered sampler
-    (:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceIBP`; seed 002
+    (:class:`~sklearn_ibp.solvers.ibp_explicit.semi_ordered_slice.SemiOrderedSliceIBP`; Görür 2007,
     sec. 4.3, fig. 4.7).
 
     ``state.active_Z`` and ``state.active_A`` hold the features some row has, in stick

@@ -1,7 +1,7 @@
-"""Parallel tempering for the explicit-feature IBP samplers (seed 000 sec. 3.1, last
+"""Parallel tempering for the explicit-feature IBP samplers (Doshi-Velez 2009, sec. 3.1, last
 paragraph; Earl and Deem, 2005).
 
-Seed 000 sec. 3.1 ends: "mixing can be improved by running the Gibbs sampler at several
+Doshi-Velez (2009), sec. 3.1, ends: "mixing can be improved by running the Gibbs sampler at several
 different temperatures, a technique known as parallel tempering (Earl and Deem, 2005).
 Chains are allowed to exchange samples via Metropolis steps, and the idea is that chains
 running at higher temperatures, that is, with smoothed probability distributions, will be
@@ -80,7 +80,7 @@ class TemperedLikelihood(FeatureLikelihood):
         The untempered model: :class:`~sklearn_ibp.likelihoods.LinearGaussianFeatures` or
         :class:`~sklearn_ibp.likelihoods.ExponentialGaussian` (Gaussian noise with
         standard deviation ``params["sigma_x"]`` and a Gamma(1, 1) prior on its precision,
-        seed 000 sec. 5.1).
+        Doshi-Velez 2009, sec. 5.1).
     inverse_temperature : float
         The exponent ``b`` in (0, 1].
     """
@@ -135,7 +135,7 @@ class TemperedLikelihood(FeatureLikelihood):
 
         The feature prior's parameter (``sigma_a`` or ``rate``) sees only ``A``, so the
         base model's draw is kept. The noise precision ``tau = 1 / sigma_x^2`` has the
-        Gamma(1, 1) prior of seed 000 sec. 5.1 and the likelihood
+        Gamma(1, 1) prior of Doshi-Velez 2009, sec. 5.1, and the likelihood
         ``tau^(b n / 2) exp(-b tau S / 2)`` (``n`` observed entries, ``S`` the sum of
         squared residuals), hence ``tau ~ Gamma(1 + b n / 2, rate 1 + b S / 2)``.
         """
@@ -224,7 +224,7 @@ def _exchange(cold: ExplicitFeatureState, other: ExplicitFeatureState) -> None:
 
 
 class TemperingIBP(ExplicitFeatureSolver):
-    """Parallel tempering around an explicit-feature IBP sampler (seed 000 sec. 3.1).
+    """Parallel tempering around an explicit-feature IBP sampler (Doshi-Velez 2009, sec. 3.1).
 
     ``n_temperatures`` copies of ``solver`` run at inverse temperatures
     ``1 = b_1 > ... > b_T``; rung ``t`` targets ``p(X | Z, A, params)^b_t p(Z, A, params,
@@ -257,7 +257,7 @@ class TemperingIBP(ExplicitFeatureSolver):
         (``"metropolis"``, ``"slice"``, ``"semi_ordered_slice"``, ``"truncated_gibbs"``,
         ``"approximate_gibbs"``, any other sampler registered in ``EXPLICIT_SOLVERS``) or
         such an object. The default,
-        :class:`~sklearn_ibp.solvers.MetropolisIBP`, is the Gibbs sampler of seed 000
+        :class:`~sklearn_ibp.solvers.MetropolisIBP`, is the Gibbs sampler of Doshi-Velez 2009,
         sec. 3.1 with Metropolis-Hastings moves for new features. A maximising solver
         (``"map_climb"``) is refused.
     n_temperatures : int, default=4

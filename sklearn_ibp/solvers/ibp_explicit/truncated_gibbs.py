@@ -1,6 +1,6 @@
-"""Gibbs sampling for the truncated stick-breaking IBP (seed 002 sec. 4.2.4, Algorithm 14).
+"""Gibbs sampling for the truncated stick-breaking IBP (Görür 2007, sec. 4.2.4, Algorithm 14).
 
-The stick-breaking construction (seed 002 sec. 4.1.2, eq. 4.15; appendix A.1) orders the
+The stick-breaking construction (Görür 2007, sec. 4.1.2, eq. 4.15; appendix A.1) orders the
 feature probabilities ``1 > mu_1 > mu_2 > ...`` with ``mu_k = nu_1 ... nu_k`` and
 ``nu_l ~ Beta(alpha, 1)``. Truncating it at ``K*`` sticks (``mu_k = 0`` for ``k > K*``)
 leaves a finite model, eq. 4.42-4.43::
@@ -54,9 +54,9 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
         P(Z_{:, >K*} != 0) <= N sum_{k > K*} E[mu_k] = N alpha r^K*,
 
     a bound on the total variation distance between the two priors of ``[Z]`` (the
-    analogue for the IBP of the Ishwaran-James bound for the truncated DP, seed 002 sec.
-    4.2.4). It shrinks geometrically: each stick more divides it by ``1 + 1/alpha``.
-    It is the exponent of :func:`sklearn_ibp.priors.ibp.ibp_truncation_bound` (seed 000
+    analogue for the IBP of the Ishwaran-James bound for the truncated DP; Görür
+    2007, sec. 4.2.4). It shrinks geometrically: each stick more divides it by ``1 + 1/alpha``.
+    It is the exponent of :func:`sklearn_ibp.priors.ibp.ibp_truncation_bound` (Doshi-Velez 2009,
     eq. 6.9), which is ``1 - exp(-x)`` of the same ``x``, below 1 and tighter, and both
     come from one computation in :mod:`sklearn_ibp.priors.ibp`. This union bound is kept
     because the solver's docstring and its tests state figures in it.
@@ -81,9 +81,9 @@ def truncation_error_bound(n_samples: int, alpha: float, n_features_max: int) ->
 
 
 class TruncatedGibbsIBP(ExplicitFeatureSolver):
-    """Gibbs sampler for the IBP truncated to ``n_features_max`` sticks (seed 002 sec. 4.2.4).
+    """Gibbs sampler for the IBP truncated to ``n_features_max`` sticks (Görür 2007, sec. 4.2.4).
 
-    Algorithm 14 of seed 002. The state holds ``K*`` sticks ``mu_1 > ... > mu_K*`` (the
+    Algorithm 14 of Görür 2007. The state holds ``K*`` sticks ``mu_1 > ... > mu_K*`` (the
     stick-breaking construction, eq. 4.15) with their columns of ``Z`` and rows of ``A``.
     One sweep, rows in a random order:
 
@@ -92,8 +92,8 @@ class TruncatedGibbsIBP(ExplicitFeatureSolver):
        independent given the sticks (eq. 4.43);
     2. each stick ``mu_k`` from its conditional on ``(mu_{k+1}, mu_{k-1})`` (eq. 4.45),
        ``mu^(m_k - 1) (1 - mu)^(N - m_k)`` (times ``mu^alpha`` for the last stick), by
-       slice sampling of ``log mu_k``, where it is log-concave (exact, as the seed's
-       adaptive rejection sampling);
+       slice sampling of ``log mu_k``, where it is log-concave (exact, as Görür's
+       (2007) adaptive rejection sampling);
     3. ``A`` of the features some row has from the likelihood's update
        (``likelihood.sample_features``), of the unused ones from the prior.
 
@@ -106,7 +106,7 @@ class TruncatedGibbsIBP(ExplicitFeatureSolver):
     :func:`truncation_error_bound`; about ``4e-5`` for ``N = 5``, ``alpha = 0.5``,
     ``K* = 10``, and it needs ``K*`` of a few times ``alpha log N`` for large ``N``). Hence
     :attr:`exact` is False. Features keep their place in stick order, so a chain mixes
-    over which stick carries a feature only through columns that empty and refill (seed 002
+    over which stick carries a feature only through columns that empty and refill (Görür 2007,
     sec. 4.2.5 notes the same slow mixing).
 
     ``state.active_Z`` and ``state.active_A`` hold the features some row has, in stick

@@ -1,5 +1,5 @@
 """Numba kernels of the mean-field variational updates for the IBP linear-Gaussian model
-(seed 000 appendix B.2), used by :mod:`.variational`.
+(Doshi-Velez 2009, appendix B.2), used by :mod:`.variational`.
 
 The residual ``resid = o * (x - sum_k nu_k phi_k)`` (``o`` the observed mask) is kept
 current feature by feature, so a pass over the features costs ``O(N K D)`` without

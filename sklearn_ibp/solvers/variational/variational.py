@@ -1,4 +1,4 @@
-"""Mean-field variational inference for the IBP linear-Gaussian model (seed 000 ch. 6 and
+"""Mean-field variational inference for the IBP linear-Gaussian model (Doshi-Velez 2009, ch. 6 and
 appendix B).
 
 The posterior over the sticks ``v``, the features ``A`` and the assignments ``Z`` is
@@ -87,7 +87,7 @@ class VariationalState:
 @validate_params({"tau": ["array-like"]}, prefer_skip_nested_validation=True)
 def multinomial_bound(tau):
     """The multinomial lower bound of ``E[log(1 - prod_{m<=k} v_m)]`` for every ``k``
-    (seed 000 eq. 6.4) at its optimal auxiliary distribution (eq. 6.5).
+    (Doshi-Velez 2009, eq. 6.4) at its optimal auxiliary distribution (eq. 6.5).
 
     With ``s_ky = psi(tau_y2) + sum_{m<y} psi(tau_m1) - sum_{m<=y} psi(tau_m1 + tau_m2)``
     for ``y <= k``, ``q_ky ∝ exp(s_ky)`` and the bound is ``log sum_{y<=k} exp(s_ky)``.
@@ -117,7 +117,7 @@ def multinomial_bound(tau):
 
 
 def taylor_bound(tau, n_terms=50):
-    """The interval of seed 000 sec. 6.2.1 around ``E[log(1 - prod_{m<=k} v_m)]``.
+    """The interval of Doshi-Velez 2009, sec. 6.2.1, around ``E[log(1 - prod_{m<=k} v_m)]``.
 
     ``E[log(1 - prod v)] = -sum_{n>=1} (1/n) prod_m E[v_m^n]`` with the Beta moments
     ``E[v^n] = (tau_1)_n / (tau_1 + tau_2)_n``. The first ``n_terms`` terms give an
@@ -159,7 +159,7 @@ def _taylor_lower(tau, n_terms):
 
 def taylor_bound_gradient(tau, weights, n_terms=50):
     """Gradient of ``sum_k weights_k * lower_k`` with respect to ``tau``, ``lower`` the
-    Taylor lower bound of :func:`taylor_bound` (seed 000 sec. 6.3.1, here for the bound
+    Taylor lower bound of :func:`taylor_bound` (Doshi-Velez 2009, sec. 6.3.1, here for the bound
     with its zeta tail rather than the full series).
 
     With ``l_m(n) = log E[v_m^n]`` and ``S_m(n) = sum_{k>=m} w_k prod_{i<=k} E[v_i^n]``,
@@ -209,7 +209,7 @@ def taylor_bound_gradient(tau, weights, n_terms=50):
 
 
 class VariationalIBP(Solver):
-    """Infinite stick-breaking mean-field variational inference for the IBP (seed 000
+    """Infinite stick-breaking mean-field variational inference for the IBP (Doshi-Velez 2009,
     sec. 6.1-6.3, appendix B), linear-Gaussian likelihood.
 
     Parameters
@@ -224,8 +224,8 @@ class VariationalIBP(Solver):
         ``tau`` updates (sec. 6.2.2, 6.3.2) or the Taylor series with ``tau`` maximised
         numerically (sec. 6.2.1, 6.3.1; slower).
     tol : float, default=1e-4
-        Convergence when the relative change of the ELBO falls below it (the seed's
-        choice).
+        Convergence when the relative change of the ELBO falls below it (the choice of
+        Doshi-Velez 2009).
     max_iter : int, default=200
         Iterations at most per restart.
     n_init : int, default=5
@@ -543,7 +543,7 @@ class VariationalIBP(Solver):
 
 class FiniteVariationalIBP(VariationalIBP):
     """Mean-field variational inference for the finite approximation of the IBP,
-    ``pi_k ~ Beta(alpha / K, 1)`` independently (seed 000 ch. 6, footnote 2; beta
+    ``pi_k ~ Beta(alpha / K, 1)`` independently (Doshi-Velez 2009, ch. 6, footnote 2; beta
     process factor analysis). ``q(pi_k) = Beta(tau_k1, tau_k2)`` and every expectation
     is closed: ``tau_k1 = alpha / K + sum_n nu_nk``, ``tau_k2 = 1 + N - sum_n nu_nk``.
     Parameters as :class:`VariationalIBP` (``bound`` and ``taylor_terms`` unused)."""

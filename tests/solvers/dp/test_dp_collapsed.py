@@ -1,4 +1,4 @@
-"""Collapsed Gibbs for conjugate DP mixtures (seed 002 sec. 3.2.1, Algorithm 3).
+"""Collapsed Gibbs for conjugate DP mixtures (Görür 2007, sec. 3.2.1, Algorithm 3).
 
 1. Prior recovery: with a flat likelihood the number of clusters has the CRP's mean
    ``sum_i alpha / (alpha + i - 1)`` (eq. 3.21 alone).

@@ -1,6 +1,6 @@
 """The stick-breaking DP mixture samplers: slice (Walker; Kalli, Griffin and Walker),
 truncated blocked Gibbs (Ishwaran and James) and retrospective MCMC (Papaspiliopoulos and
-Roberts); seed 002 sec. 3.2.3, Algorithms 8-10.
+Roberts); Görür 2007, sec. 3.2.3, Algorithms 8-10.
 
 1. Exact posterior: on five rows in one dimension with the conjugate isotropic-normal
    base, each sampler's histogram of partitions matches the posterior computed by

@@ -115,7 +115,7 @@ def test_exact_posterior_two_alternatives(a):
     unique aspect plus n_i Gamma(a, 1) weights) is Beta(a (1 + n1), a (1 + n2)): the
     posterior of (n1, n2) is exact by one-dimensional quadrature. Samples 10 sweeps apart
     (3 sweeps apart the chain's autocorrelation inflates the statistic). Measured p = 0.22
-    (seed 1) for the seed's a = 1 and 0.80 for weight_shape a = 0.25 (whose chain also
+    (seed 1) for Görür's (2007) a = 1 and 0.80 for weight_shape a = 0.25 (whose chain also
     proposes weights from the prior)."""
     alpha = 1.5
     wins = np.array([[0.0, 7.0], [2.0, 0.0]])

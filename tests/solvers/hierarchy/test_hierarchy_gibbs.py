@@ -1,4 +1,4 @@
-"""The sampler of the correlated feature hierarchies (seed 000 ch. 7) targets its posterior.
+"""The sampler of the feature hierarchies (Doshi-Velez 2009, ch. 7) targets its posterior.
 
 * invariants of every state: ``S = C M``, no feature on without a parent, the ``or`` link's
   ``Z = [S > 0]``, counts and predictions consistent;

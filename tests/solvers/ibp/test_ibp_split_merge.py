@@ -1,4 +1,4 @@
-"""Split-merge proposals for the IBP (seed 000 sec. 3.3; :mod:`.solvers.ibp_split_merge`).
+"""Split-merge proposals for the IBP (Doshi-Velez 2009, sec. 3.3; :mod:`.solvers.ibp_split_merge`).
 
 The move alone is not irreducible (it never creates a feature from nothing), so its
 correctness is shown as invariance: starting states are drawn from the enumerated posterior

@@ -1,4 +1,4 @@
-"""Tests of the deterministic climb to a posterior mode (``MapClimbIBP``, seed 000 sec. 4.5).
+"""The deterministic climb to a posterior mode (``MapClimbIBP``, Doshi-Velez 2009, sec. 4.5).
 
 The climb is an optimiser, not a sampler, so its correctness checks are those of an
 optimiser: the objective (``ExplicitFeatureSolver.log_joint``) never decreases, the end

@@ -1,4 +1,4 @@
-"""MetropolisIBP (seed 002 Algorithm 13) and ApproximateGibbsIBP (Algorithm 12).
+"""MetropolisIBP (Görür 2007, Algorithm 13) and ApproximateGibbsIBP (Algorithm 12).
 
 * The exact sampler's histogram of left-ordered classes of Z matches the enumerated
   posterior of the tiny problems of ``test_exact_posterior.py`` (chi-square test).
@@ -193,7 +193,7 @@ def test_approximate_gibbs_stationary_mean_without_data(n_auxiliary):
 # Gaussian, so X needs no shift) on 100 block images, sigma_x (from 1.0) and the rate
 # resampled each sweep. The data-driven proposal with a proposal rate of 0.5 finds all
 # four shapes (correlations 0.96-0.99) in 300 sweeps on 6 of 6 chain seeds (0-5); the
-# prior proposal at the same rate on 3 of 3. With the seed's Poisson(alpha / N) count
+# prior proposal at the same rate on 3 of 3. With Görür's (2007) Poisson(alpha / N) count
 # proposal (a new feature proposed once in 100 rows; data proposal, sigma_x fixed at 0.5)
 # a chain kept one feature for 300 sweeps. Under 1 s.
 def test_metropolis_recovers_block_images_with_exponential_features():

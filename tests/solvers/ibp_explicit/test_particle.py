@@ -1,4 +1,4 @@
-"""The particle filter and particle Gibbs sampler (seed 000 sec. 3.5).
+"""The particle filter and particle Gibbs sampler (Doshi-Velez 2009, sec. 3.5).
 
 * Exact posterior: chains started from exact posterior draws and run a few particle
   Gibbs sweeps end at exact posterior draws (linear-Gaussian ``[Z]`` from the enumeration
@@ -294,7 +294,7 @@ def test_alpha_update_keeps_its_prior():
 # rate resampled every sweep, 20 particles with the data-driven proposal, from the
 # unconditional filter's start. 1200 sweeps found the four shapes (correlations 0.96-0.99)
 # and sigma_x within 2% at 4 of 4 chain seeds (0-3); 800 sweeps on 100 images left one
-# seed with three features, and with the seed's prior proposal a new feature in 36
+# seed with three features, and with Doshi-Velez's (2009) prior proposal a new feature in 36
 # dimensions was almost never kept (one feature after 3000 sweeps). About 1.5 s.
 def test_recovers_block_images_with_exponential_features():
     X, _, A_true = make_block_images(n_samples=70, noise=0.5, random_state=0)

@@ -1,4 +1,4 @@
-"""The stick-breaking slice samplers (seed 002 sec. 4.2.5-4.2.6, Algorithms 15 and 16).
+"""The stick-breaking slice samplers (Görür 2007, sec. 4.2.5-4.2.6, Algorithms 15 and 16).
 
 Both keep ``A`` explicit and serve any explicit-feature likelihood; the exact tests use the
 linear-Gaussian one because its posterior over ``[Z]`` can be enumerated.

@@ -1,4 +1,4 @@
-"""Parallel tempering around the explicit-feature samplers (seed 000 sec. 3.1; Earl and
+"""Parallel tempering around the explicit-feature samplers (Doshi-Velez 2009, sec. 3.1; Earl and
 Deem, 2005).
 
 * Every rung keeps its own tempered posterior: started from exact draws of

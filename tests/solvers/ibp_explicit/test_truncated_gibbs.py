@@ -1,4 +1,4 @@
-"""TruncatedGibbsIBP: Gibbs sampling for the truncated stick-breaking IBP (seed 002 sec. 4.2.4).
+"""TruncatedGibbsIBP: Gibbs sampling for the truncated stick-breaking IBP (Görür 2007, sec. 4.2.4).
 
 The exact tests enumerate the posterior of the truncated model itself. Its prior of a
 left-ordered class is a sum over the ways to place the class's columns on the ``K*``

@@ -1,4 +1,4 @@
-"""Mean-field variational inference for the IBP (seed 000 ch. 6, appendix B): the bounds
+"""Mean-field variational inference for the IBP (Doshi-Velez 2009, ch. 6, appendix B): the bounds
 of E[log(1 - prod v)], monotone ELBO, each update a maximiser of its coordinates, the ELBO
 against a Monte Carlo estimate, and recovery of the block images."""
 
@@ -31,7 +31,7 @@ def _monte_carlo_log_off(tau, rng, draws=400000):
 
 def test_multinomial_bound_is_a_lower_bound_close_to_taylor():
     """Sec. 6.2.2: the multinomial bound is below E[log(1 - prod v)] (Taylor's upper value
-    and Monte Carlo) and, the seed says, usually 2-10% looser than a 50-term Taylor
+    and Monte Carlo) and, Doshi-Velez (2009) says, usually 2-10% looser than a 50-term Taylor
     expansion. Measured on the sticks of fitted models (block images, three seeds): 0-1.4%
     for the sticks of features in use (E[log(1 - pi)] below -0.02), 7.5-13% at the
     boundary, and far more in relative terms (up to 13 times) but below 0.006 in absolute
@@ -63,7 +63,7 @@ def test_multinomial_bound_on_random_tau():
     Taylor interval), below the 50-term Taylor value everywhere, and, for the k >= 2
     whose expectation is below -0.05 (1488 of them), looser than it by 1.8% to 211%
     (10th percentile 4.2%, median 14.4%, 90th percentile 44%): only a third of them in
-    the seed's 2-10% (sec. 6.2.2). The seed's figure holds for fitted sticks (the test
+    Doshi-Velez's (2009) 2-10% (sec. 6.2.2). That figure holds for fitted sticks (the test
     above), not for arbitrary ones."""
     rng = np.random.default_rng(0)
     gaps = []
