@@ -1,6 +1,6 @@
-"""InfiniteEBA (Görür 2007, sec. 4.5), the estimator: the two experiments of Görür 2007, sec. 4.5.3, Paris-Rome
-(Table 4.1) and an EBA model with a tree of aspects (the celebrities design) against
-Bradley-Terry-Luce, and the scikit-learn contract (predictions, counts, bad input, warm
+"""InfiniteEBA (Görür 2007, sec. 4.5), the estimator: the two experiments of sec. 4.5.3,
+Paris-Rome (Table 4.1) and an EBA model with a tree of aspects (the celebrities design)
+against Bradley-Terry-Luce, and the scikit-learn contract (predictions, counts, bad input, warm
 start). The choice model is tested in ``tests/likelihoods/test_choice.py``, the slice
 sampler in ``tests/solvers/eba/test_eba_slice.py``.
 """
