@@ -207,7 +207,7 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         # S ~ W(beta, (beta W)^{-1}): M M^T = (beta W)^{-1}
         self._beta_W = self.beta * self.W
         self._beta_W_chol = np.linalg.cholesky(self._beta_W)
-        self._prior_factor = np.linalg.inv(self._beta_W_chol).T
+        self._prior_factor = np.ascontiguousarray(np.linalg.inv(self._beta_W_chol).T)
 
     # -- the contract ------------------------------------------------------------------
     def sample_prior(self, n, rng) -> dict:

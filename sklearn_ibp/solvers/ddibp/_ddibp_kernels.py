@@ -26,6 +26,11 @@ from numba import njit
 
 from ...priors._ddibp_kernels import compute_reachability
 
+#: Typed flags for calls between kernels (a literal True/False would compile the callee
+#: once for each value).
+TRUE = np.bool_(True)
+FALSE = np.bool_(False)
+
 
 @njit(cache=True)
 def draw_link(cum_row, rng):
@@ -433,7 +438,7 @@ def sweep_connections(
             b[j] = 0.0
         for d in range(D):
             zX[d] = cross[k, d]
-        n_members = 0
+        n_members = np.int64(0)  # typed: a literal 0 would compile the callees twice
         for m in range(N):
             if Z[m, k]:
                 members[n_members] = m
@@ -664,7 +669,7 @@ def sweep_ownership(
                     zX[d] = X[i, d]
                 log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
             else:
-                _draw_dish_links(cum_proximity, i, False, rng, new_links)
+                _draw_dish_links(cum_proximity, i, FALSE, rng, new_links)
                 z = compute_reachability(new_links, i)
                 count = 0.0
                 for m in range(N):
@@ -681,7 +686,7 @@ def sweep_ownership(
                 b[K] = 0.0
                 _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
                 if avoid:
-                    _draw_dish_links(cum_proximity, i, True, rng, new_links)
+                    _draw_dish_links(cum_proximity, i, TRUE, rng, new_links)
                     for m in range(N):
                         Z[m, K] = 0
                         links[K, m] = new_links[m]
