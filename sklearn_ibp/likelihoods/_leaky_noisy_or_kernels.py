@@ -55,11 +55,13 @@ def noisy_or_gain_tables(noise, n_features):
     noise : ndarray of shape (2, n_dims), float64
         ``log eps`` in row 0 and ``log lambda`` in row 1.
     n_features : int
-        Number of features ``K`` (the tables have a row for each ``c = 0 .. K - 1``).
+        Number of features ``K``.
 
     Returns
     -------
-    gain_one, gain_zero : ndarray of shape (n_features, n_dims), float64
+    gain_one, gain_zero : ndarray
+        The tables of
+        :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
     """
     n_dims = noise.shape[1]
     log_one = log_prob_one_table(noise, n_features)

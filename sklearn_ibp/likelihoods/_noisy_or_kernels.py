@@ -29,11 +29,13 @@ def detection_gain_tables(noise, n_features):
     noise : ndarray of shape (2, n_dims)
         False-detection rates in row 0, miss rates in row 1 (each in (0, 1)).
     n_features : int
-        Number of features ``K`` (the tables have a row for each ``c = 0 .. K - 1``).
+        Number of features ``K``.
 
     Returns
     -------
-    gain_one, gain_zero : ndarray of shape (n_features, n_dims), float64
+    gain_one, gain_zero : ndarray
+        The tables of
+        :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
     """
     n_dims = noise.shape[1]
     gain_one = np.zeros((n_features, n_dims))
