@@ -70,9 +70,11 @@ def sweep_bernoulli_features(A, counts, X, observed, feature_ptr, feature_rows, 
         1 where ``x_nd`` is observed.
     feature_ptr, feature_rows : ndarray of int64
         The rows having feature ``k`` are ``feature_rows[feature_ptr[k]:feature_ptr[k + 1]]``.
-    gain_one, gain_zero : ndarray of shape (n_features, n_dims), float64
+    gain_one, gain_zero : ndarray of shape (n_counts, n_dims), float64
         Log-odds gains of ``a_kd = 1`` from an observed one and an observed zero reached
-        by ``c = 0 .. n_features - 1`` other features.
+        by ``c = 0 .. n_counts - 1`` other features; an entry reached by more adds
+        nothing (so a model whose gains vanish beyond some ``c`` tabulates only up to it,
+        and its sweep skips the other entries).
     p_a : float
         Prior probability that ``a_kd = 1``, in (0, 1).
     rng : numpy.random.Generator
@@ -80,6 +82,7 @@ def sweep_bernoulli_features(A, counts, X, observed, feature_ptr, feature_rows, 
         in order).
     """
     n_features, n_dims = A.shape
+    n_tabulated = gain_one.shape[0]
     prior_log_odds = math.log(p_a) - math.log1p(-p_a)
     log_odds = np.empty(n_dims)
     change = np.empty(n_dims, dtype=np.int64)
@@ -87,13 +90,20 @@ def sweep_bernoulli_features(A, counts, X, observed, feature_ptr, feature_rows, 
         log_odds[:] = prior_log_odds
         for i in range(feature_ptr[k], feature_ptr[k + 1]):
             n = feature_rows[i]
+            if n_tabulated == 1:
+                # Gains at c = 0 only (the detection model): no gather, so the compiler
+                # vectorises the loop (about twice as fast; figures in the commit message).
+                for d in range(n_dims):
+                    own = 1 if A[k, d] > 0.5 else 0
+                    if observed[n, d] and counts[n, d] == own:
+                        log_odds[d] += gain_one[0, d] if X[n, d] > 0.5 else gain_zero[0, d]
+                continue
             for d in range(n_dims):
-                if not observed[n, d]:
-                    continue
                 others = counts[n, d] - (1 if A[k, d] > 0.5 else 0)
-                if X[n, d] > 0.5:
-                    log_odds[d] += gain_one[others, d]
-                else:
-                    log_odds[d] += gain_zero[others, d]
+                if observed[n, d] and others < n_tabulated:
+                    if X[n, d] > 0.5:
+                        log_odds[d] += gain_one[others, d]
+                    else:
+                        log_odds[d] += gain_zero[others, d]
         draw_feature_row(A, k, log_odds, change, rng)
         apply_feature_change(counts, feature_ptr, feature_rows, k, change)

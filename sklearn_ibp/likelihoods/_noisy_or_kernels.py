@@ -17,31 +17,28 @@ __all__ = ["detection_gain_tables", "sweep_binary_features"]
 
 
 @njit(cache=True)
-def detection_gain_tables(noise, n_features):
-    """Log-odds gains of ``a_kd = 1`` from an observed entry reached by ``c`` other features.
+def detection_gain_tables(noise):
+    """Log-odds gains of ``a_kd = 1`` from an observed entry that no other feature reaches.
 
     Switching ``a_kd`` changes the likelihood only where no other active feature reaches
     ``d`` (``c = 0``): there ``x_nd = 1`` adds ``log(1 - m_d) - log f_d`` and ``x_nd = 0``
-    adds ``log m_d - log(1 - f_d)``; for ``c > 0`` the gains are 0.
+    adds ``log m_d - log(1 - f_d)``; entries reached by others (``c > 0``) add nothing,
+    so the tables have the one row ``c = 0``.
 
     Parameters
     ----------
     noise : ndarray of shape (2, n_dims)
         False-detection rates in row 0, miss rates in row 1 (each in (0, 1)).
-    n_features : int
-        Number of features ``K``.
 
     Returns
     -------
-    gain_one, gain_zero : ndarray
+    gain_one, gain_zero : ndarray of shape (1, n_dims)
         The tables of
         :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
     """
     n_dims = noise.shape[1]
-    gain_one = np.zeros((n_features, n_dims))
-    gain_zero = np.zeros((n_features, n_dims))
-    if n_features == 0:
-        return gain_one, gain_zero
+    gain_one = np.empty((1, n_dims))
+    gain_zero = np.empty((1, n_dims))
     for d in range(n_dims):
         false_rate = noise[0, d]
         miss_rate = noise[1, d]
@@ -63,6 +60,6 @@ def sweep_binary_features(A, counts, X, observed, feature_ptr, feature_rows, noi
     noise : ndarray of shape (2, n_dims)
         False-detection rates in row 0, miss rates in row 1 (each in (0, 1)).
     """
-    gain_one, gain_zero = detection_gain_tables(noise, A.shape[0])
+    gain_one, gain_zero = detection_gain_tables(noise)
     sweep_bernoulli_features(A, counts, X, observed, feature_ptr, feature_rows, gain_one,
                              gain_zero, p_a, rng)
