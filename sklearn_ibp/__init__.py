@@ -2,26 +2,13 @@
 
 The number of latent features is learned from the data. Estimators follow the
 scikit-learn contract (``fit``/``transform``/``score``, ``Pipeline``, ``GridSearchCV``);
-their samplers run in numba-compiled kernels.
+their samplers run in numba-compiled kernels. The public estimators are those of
+:mod:`sklearn_ibp.estimators` (its ``__all__``).
 """
 
-from .estimators import (
-    DistanceDependentIBP,
-    DPMixture,
-    IBPFactorAnalysis,
-    IBPImputer,
-    InfiniteEBA,
-    NoisyOrHierarchy,
-)
+from . import estimators
+from .estimators import *  # noqa: F403
 
 __version__ = "0.1.0.dev0"
 
-__all__ = [
-    "DPMixture",
-    "DistanceDependentIBP",
-    "IBPFactorAnalysis",
-    "IBPImputer",
-    "InfiniteEBA",
-    "NoisyOrHierarchy",
-    "__version__",
-]
+__all__ = [*estimators.__all__, "__version__"]

@@ -155,6 +155,14 @@ def make_block_image_sequence(
     return X, Z, A
 
 
+def _linear_gaussian_data(Z, n_dims, sigma_x, sigma_a, rng):
+    """``(X, A)`` of the linear-Gaussian model given ``Z``: ``A_kd ~ N(0, sigma_a^2)``,
+    then ``X = Z A + N(0, sigma_x^2)`` noise (Doshi-Velez 2009, appendix A.1)."""
+    A = sigma_a * rng.standard_normal((Z.shape[1], n_dims))
+    X = Z @ A + sigma_x * rng.standard_normal((Z.shape[0], n_dims))
+    return X, A
+
+
 def make_ibp_linear_gaussian(
     n_samples=100, n_dims=10, alpha=2.0, beta=1.0, sigma_x=0.2, sigma_a=2.0, random_state=None
 ):
@@ -182,8 +190,7 @@ def make_ibp_linear_gaussian(
     """
     rng = check_random_state(random_state)
     Z = sample_ibp(n_samples, alpha, beta, rng)
-    A = sigma_a * rng.standard_normal((Z.shape[1], n_dims))
-    X = Z @ A + sigma_x * rng.standard_normal((n_samples, n_dims))
+    X, A = _linear_gaussian_data(Z, n_dims, sigma_x, sigma_a, rng)
     return X, Z, A
 
 
@@ -260,8 +267,7 @@ def make_dd_ibp(
     Z, owners, connections = sample_ddibp(proximity, alpha, rng)
     X = A = None
     if n_dims is not None:
-        A = sigma_a * rng.standard_normal((Z.shape[1], int(n_dims)))
-        X = Z @ A + sigma_x * rng.standard_normal((Z.shape[0], int(n_dims)))
+        X, A = _linear_gaussian_data(Z, int(n_dims), sigma_x, sigma_a, rng)
     return Bunch(
         X=X, Z=Z, A=A, owners=owners, connections=connections, distances=D, proximity=proximity
     )

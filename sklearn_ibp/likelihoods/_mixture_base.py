@@ -52,6 +52,34 @@ class BaseMixtureComponents:
 
     name = "base"
     conjugate = False
+    #: Names of the hyperparameters (the keys ``initial_hyperparameters`` may set).
+    hyperparameter_names: tuple = ()
+
+    @staticmethod
+    def _data_moments(X):
+        """``(X, mu_x, Sigma_x)``: ``X`` as a float array, checked to be 2-D with at least
+        one row, its column means and its sample covariance (zeros for one row)."""
+        X = np.asarray(X, dtype=float)
+        if X.ndim != 2 or X.shape[0] < 1:
+            raise ValueError(f"X must be a non-empty 2-D array; got shape {X.shape}.")
+        N, D = X.shape
+        cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.zeros((D, D))
+        return X, X.mean(axis=0), cov
+
+    def _starting_hyperparameters(self, defaults: dict) -> dict:
+        """``defaults`` (a new dict) overridden by the ``initial_hyperparameters`` the
+        base was given, after checking their names against
+        :attr:`hyperparameter_names`."""
+        values = dict(defaults)
+        initial = getattr(self, "initial_hyperparameters", None)
+        if initial is not None:
+            unknown = set(initial) - set(self.hyperparameter_names)
+            if unknown:
+                raise ValueError(f"initial_hyperparameters has unknown keys "
+                                 f"{sorted(unknown)}; expected some of "
+                                 f"{list(self.hyperparameter_names)}.")
+            values.update(initial)
+        return values
 
     def initialize(self, X, rng) -> None:  # pragma: no cover - abstract
         raise NotImplementedError

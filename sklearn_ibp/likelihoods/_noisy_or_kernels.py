@@ -11,59 +11,55 @@ import math
 import numpy as np
 from numba import njit
 
-from ._binary_feature_kernels import apply_feature_change, draw_feature_row
+from ._binary_feature_kernels import sweep_bernoulli_features
 
-__all__ = ["sweep_binary_features"]
+__all__ = ["detection_gain_tables", "sweep_binary_features"]
+
+
+@njit(cache=True)
+def detection_gain_tables(noise):
+    """Log-odds gains of ``a_kd = 1`` from an observed entry that no other feature reaches.
+
+    Switching ``a_kd`` changes the likelihood only where no other active feature reaches
+    ``d`` (``c = 0``): there ``x_nd = 1`` adds ``log(1 - m_d) - log f_d`` and ``x_nd = 0``
+    adds ``log m_d - log(1 - f_d)``; entries reached by others (``c > 0``) add nothing,
+    so the tables have the one row ``c = 0``.
+
+    Parameters
+    ----------
+    noise : ndarray of shape (2, n_dims)
+        False-detection rates in row 0, miss rates in row 1 (each in (0, 1)).
+
+    Returns
+    -------
+    gain_one, gain_zero : ndarray of shape (1, n_dims)
+        The tables of
+        :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
+    """
+    n_dims = noise.shape[1]
+    gain_one = np.empty((1, n_dims))
+    gain_zero = np.empty((1, n_dims))
+    for d in range(n_dims):
+        false_rate = noise[0, d]
+        miss_rate = noise[1, d]
+        gain_one[0, d] = math.log1p(-miss_rate) - math.log(false_rate)
+        gain_zero[0, d] = math.log(miss_rate) - math.log1p(-false_rate)
+    return gain_one, gain_zero
 
 
 @njit(cache=True)
 def sweep_binary_features(A, counts, X, observed, feature_ptr, feature_rows, noise, p_a, rng):
-    """One Gibbs sweep over every binary ``a_kd``, in place.
-
-    Switching ``a_kd`` changes the likelihood only in the observed rows with ``z_nk = 1``
-    that no other active feature reaches (``c_nd - a_kd = 0``): there ``x_nd = 1`` adds
-    ``log(1 - m_d) - log f_d`` and ``x_nd = 0`` adds ``log m_d - log(1 - f_d)`` to the log
-    odds of ``a_kd = 1``, which start at the prior's ``log(p_a / (1 - p_a))``. The values of
-    one feature ``k`` are independent given the others, so a feature's row is drawn at once
-    from one pass over its rows.
+    """One Gibbs sweep over every binary ``a_kd``, in place: the gains of
+    :func:`detection_gain_tables` in
+    :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
 
     Parameters
     ----------
-    A : ndarray of shape (n_features, n_dims), float64
-        Binary features, updated in place.
-    counts : ndarray of shape (n_samples, n_dims), int64
-        ``Z A``; kept current in place.
-    X : ndarray of shape (n_samples, n_dims), float64
-        Binary data (anything where not observed).
-    observed : ndarray of shape (n_samples, n_dims), uint8
-        1 where ``x_nd`` is observed.
-    feature_ptr, feature_rows : ndarray of int64
-        The rows having feature ``k`` are ``feature_rows[feature_ptr[k]:feature_ptr[k + 1]]``.
+    A, counts, X, observed, feature_ptr, feature_rows, p_a, rng
+        As in :func:`~sklearn_ibp.likelihoods._binary_feature_kernels.sweep_bernoulli_features`.
     noise : ndarray of shape (2, n_dims)
         False-detection rates in row 0, miss rates in row 1 (each in (0, 1)).
-    p_a : float
-        Prior probability that ``a_kd = 1``.
-    rng : numpy.random.Generator
-        The chain's generator.
     """
-    n_features, n_dims = A.shape
-    gain_one = np.empty(n_dims)
-    gain_zero = np.empty(n_dims)
-    for d in range(n_dims):
-        false_rate = noise[0, d]
-        miss_rate = noise[1, d]
-        gain_one[d] = math.log1p(-miss_rate) - math.log(false_rate)
-        gain_zero[d] = math.log(miss_rate) - math.log1p(-false_rate)
-    prior_log_odds = math.log(p_a) - math.log1p(-p_a)
-    log_odds = np.empty(n_dims)
-    change = np.empty(n_dims, dtype=np.int64)
-    for k in range(n_features):
-        log_odds[:] = prior_log_odds
-        for i in range(feature_ptr[k], feature_ptr[k + 1]):
-            n = feature_rows[i]
-            for d in range(n_dims):
-                own = 1 if A[k, d] > 0.5 else 0
-                if observed[n, d] and counts[n, d] == own:
-                    log_odds[d] += gain_one[d] if X[n, d] > 0.5 else gain_zero[d]
-        draw_feature_row(A, k, log_odds, change, rng)
-        apply_feature_change(counts, feature_ptr, feature_rows, k, change)
+    gain_one, gain_zero = detection_gain_tables(noise)
+    sweep_bernoulli_features(A, counts, X, observed, feature_ptr, feature_rows, gain_one,
+                             gain_zero, p_a, rng)

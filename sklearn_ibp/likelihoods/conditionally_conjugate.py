@@ -126,6 +126,7 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
 
     name = "conditionally_conjugate"
     conjugate = False
+    hyperparameter_names = _KEYS
 
     def __init__(self, initial_hyperparameters=None, sample_hyperparameters=True,
                  n_prior_draws=512, prior_draws_seed=0):
@@ -145,13 +146,9 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         model moves exactly with affine maps of the data.
         ``rng`` is not used: the starting values are deterministic.
         """
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[0] < 1:
-            raise ValueError(f"X must be a non-empty 2-D array; got shape {X.shape}.")
-        N, D = X.shape
+        X, self.data_mean, cov = self._data_moments(X)
+        D = X.shape[1]
         self.n_features = D
-        self.data_mean = X.mean(axis=0)
-        cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.zeros((D, D))
         try:
             np.linalg.cholesky(cov)
             if np.linalg.cond(cov) > 1e12:
@@ -163,15 +160,9 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         self.data_cov = cov
         self.data_precision = np.linalg.inv(self.data_cov)
         self._data_cov_chol = np.linalg.cholesky(self.data_cov)
-        values = {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
-                  "beta": float(D), "W": self.data_cov.copy()}
-        if self.initial_hyperparameters is not None:
-            unknown = set(self.initial_hyperparameters) - set(_KEYS)
-            if unknown:
-                raise ValueError(f"initial_hyperparameters has unknown keys "
-                                 f"{sorted(unknown)}; expected some of {list(_KEYS)}.")
-            values.update(self.initial_hyperparameters)
-        self.set_hyperparameters(values)
+        self.set_hyperparameters(self._starting_hyperparameters(
+            {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
+             "beta": float(D), "W": self.data_cov.copy()}))
         n_off = D * (D - 1) // 2
         points = qmc.Sobol(D + n_off, scramble=True, seed=self.prior_draws_seed).random(
             int(self.n_prior_draws))

@@ -187,6 +187,7 @@ class FactorAnalyzerBase(BaseMixtureComponents):
 
     name = "factor_analyzer"
     conjugate = False
+    hyperparameter_names = _KEYS
 
     def __init__(self, n_factors=1, ard_shape=0.5, ard_rate=0.5, n_scans=1,
                  initial_hyperparameters=None, sample_hyperparameters=True,
@@ -214,10 +215,8 @@ class FactorAnalyzerBase(BaseMixtureComponents):
         ValueError
             If ``n_factors`` is not an integer in ``[1, n_features - 1]``.
         """
-        X = np.asarray(X, dtype=float)
-        if X.ndim != 2 or X.shape[0] < 1:
-            raise ValueError(f"X must be a non-empty 2-D array; got shape {X.shape}.")
-        N, D = X.shape
+        X, data_mean, cov = self._data_moments(X)
+        D = X.shape[1]
         q = self.n_factors
         if isinstance(q, bool) or not isinstance(q, (int, np.integer)) or not 1 <= q < D:
             raise ValueError(
@@ -231,8 +230,7 @@ class FactorAnalyzerBase(BaseMixtureComponents):
                 or self.n_scans < 1:
             raise ValueError(f"n_scans must be a positive integer; got {self.n_scans!r}.")
         self.n_features = D
-        self.data_mean = X.mean(axis=0)
-        cov = np.atleast_2d(np.cov(X, rowvar=False)) if N > 1 else np.zeros((D, D))
+        self.data_mean = data_mean
         var = np.diag(cov).copy()
         try:
             # judged on the correlations, so that rescaling a column changes nothing
@@ -250,15 +248,9 @@ class FactorAnalyzerBase(BaseMixtureComponents):
         self.data_var = np.diag(cov).copy()
         self._psi_low = _PSI_RANGE[0] * self.data_var
         self._psi_high = _PSI_RANGE[1] * self.data_var
-        values = {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
-                  "w": 0.5 * self.data_var, "beta": 1.0}
-        if self.initial_hyperparameters is not None:
-            unknown = set(self.initial_hyperparameters) - set(_KEYS)
-            if unknown:
-                raise ValueError(f"initial_hyperparameters has unknown keys "
-                                 f"{sorted(unknown)}; expected some of {list(_KEYS)}.")
-            values.update(self.initial_hyperparameters)
-        self.set_hyperparameters(values)
+        self.set_hyperparameters(self._starting_hyperparameters(
+            {"xi": self.data_mean.copy(), "R": self.data_precision.copy(),
+             "w": 0.5 * self.data_var, "beta": 1.0}))
         # Fixed draws for log_prior_predictive: the ARD precisions (their prior has no
         # hyperparameter), the loadings' normals and the uniforms of the uniquenesses.
         fixed = np.random.default_rng(self.prior_draws_seed)

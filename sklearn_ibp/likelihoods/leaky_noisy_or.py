@@ -12,9 +12,9 @@ fails with probability ``eps``. Unlike the per-dimension detection model of sec.
 (:class:`~sklearn_ibp.likelihoods.BinaryDetection`), the chance of a one grows with every
 reaching feature, and ``eps`` and ``lambda`` are shared by all dimensions.
 
-Doshi-Velez (2009) gives no priors for ``eps``, ``lambda`` and ``p_A``; here each has a vague
+The seed gives no priors for ``eps``, ``lambda`` and ``p_A``; here each has a vague
 ``Beta(1, 1)`` prior (changeable through the constructor). ``A`` cannot be integrated
-out; as Doshi-Velez (2009) says, each ``a_kd`` is Gibbs-sampled from its two-point conditional
+out; as the seed says, each ``a_kd`` is Gibbs-sampled from its two-point conditional
 (:mod:`._leaky_noisy_or_kernels`).
 """
 
@@ -26,24 +26,31 @@ import numpy as np
 from scipy.special import expit
 
 from .._slice import slice_sample
-from ._feature_base import FeatureLikelihood
+from ._binary_features import BinaryFeatureLikelihood, feature_counts
 from ._leaky_noisy_or_kernels import sweep_noisy_or_features
 from ._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
-from .linear_gaussian import _check_feature_data, _rows_by_feature
+from .linear_gaussian import _check_feature_data
 
 __all__ = ["LeakyNoisyOr"]
-
-
-def _counts(Z, A):
-    """``Z A`` as int64 (n_samples, n_dims): how many active features reach each entry."""
-    Z = np.asarray(Z, dtype=np.float64)
-    A = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)
-    return np.rint(Z @ A).astype(np.int64)
 
 
 def _log_sigmoid(u: float) -> float:
     """``log(1 / (1 + exp(-u)))`` without overflow."""
     return -math.log1p(math.exp(-u)) if u >= 0.0 else u - math.log1p(math.exp(u))
+
+
+def _slice_step_logit(value: float, prior, log_likelihood, rng) -> float:
+    """One slice-sampling step on ``u = logit(value)`` of a probability with a
+    ``Beta(a, b)`` prior (``prior``) and a log likelihood of ``log value``; returns the new
+    ``u``. The density of ``u`` is the likelihood times ``value^a (1 - value)^b`` (the
+    prior times the Jacobian)."""
+    a, b = prior
+
+    def log_density(u):
+        log_p, log_q = _log_sigmoid(u), _log_sigmoid(-u)
+        return a * log_p + b * log_q + log_likelihood(log_p)
+
+    return slice_sample(log_density, _logit(value), rng, width=2.0)
 
 
 def _check_beta_prior(prior, name):
@@ -53,7 +60,7 @@ def _check_beta_prior(prior, name):
     return a, b
 
 
-class LeakyNoisyOr(FeatureLikelihood):
+class LeakyNoisyOr(BinaryFeatureLikelihood):
     """Binary features observed through a leaky noisy-or (Doshi-Velez 2009, appendix A.3, eq. A.4).
 
     ``a_kd ~ Bernoulli(p_a)``; ``P(x_nd = 1 | z_n, A) = 1 - epsilon * lambda^((z_n A)_d)``.
@@ -67,32 +74,20 @@ class LeakyNoisyOr(FeatureLikelihood):
     Parameters
     ----------
     epsilon_prior, lambda_prior, p_a_prior : tuple of two floats, default=(1.0, 1.0)
-        Beta prior ``(a, b)`` of ``epsilon``, ``lambda`` and ``p_a``. Doshi-Velez (2009)
-        names no prior; the default is uniform.
+        Beta prior ``(a, b)`` of ``epsilon``, ``lambda`` and ``p_a``. The seed names no
+        prior; the default is uniform.
     """
 
     name = "noisy_or"
     observation_kind = OBSERVE_NOISY_OR
     prior_kind = PRIOR_BERNOULLI
     parameter_names = ("epsilon", "lambda", "p_a")
+    sweep_kernel = staticmethod(sweep_noisy_or_features)
 
     def __init__(self, epsilon_prior=(1.0, 1.0), lambda_prior=(1.0, 1.0), p_a_prior=(1.0, 1.0)):
         self.epsilon_prior = _check_beta_prior(epsilon_prior, "epsilon_prior")
         self.lambda_prior = _check_beta_prior(lambda_prior, "lambda_prior")
         self.p_a_prior = _check_beta_prior(p_a_prior, "p_a_prior")
-
-    def check_data(self, X, observed) -> None:
-        """Raise ``ValueError`` naming ``X`` unless ``X`` is 2-d, ``observed`` has its
-        shape, and every observed entry is 0 or 1."""
-        X, mask = _check_feature_data(X, observed)
-        values = X[mask]
-        if not np.all((values == 0.0) | (values == 1.0)):
-            bad = values[(values != 0.0) & (values != 1.0)]
-            raise ValueError(
-                "X must be binary (0 or 1) at its observed entries for the binary (leaky "
-                f"noisy-or) likelihood; found {bad.size} other value(s), the first "
-                f"{float(bad[0]):.6g}."
-            )
 
     def initial_parameters(self, X, observed) -> dict:
         """``epsilon = 0.9`` (a leak of 0.1), ``lambda = 0.2`` (one reaching feature
@@ -109,35 +104,6 @@ class LeakyNoisyOr(FeatureLikelihood):
             noise[0] = np.log(float(params["epsilon"]))
             noise[1] = np.log(float(params["lambda"]))
         return noise
-
-    def prior_array(self, params) -> np.ndarray:
-        """``[p_a]``: the probability that a feature includes a dimension."""
-        return np.array([float(params["p_a"])])
-
-    def sample_prior_features(self, n_features: int, n_dims: int, params, rng) -> np.ndarray:
-        """``a_kd ~ Bernoulli(p_a)`` as float64 0/1, shape (n_features, n_dims)."""
-        return (rng.random((n_features, n_dims)) < float(params["p_a"])).astype(np.float64)
-
-    def sample_features(self, X, observed, Z, A, params, rng) -> np.ndarray:
-        """One element-wise Gibbs sweep over the binary ``A`` (features in order, all
-        dimensions of a feature together, Doshi-Velez 2009, appendix A.3), starting from the current
-        ``A`` (not modified); returns float64 0/1 of shape (n_features, n_dims)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        new = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)
-        counts = _counts(Z, new)
-        ptr, rows = _rows_by_feature(Z)
-        sweep_noisy_or_features(
-            new,
-            counts,
-            X,
-            np.ascontiguousarray(np.asarray(observed).astype(bool), dtype=np.uint8),
-            ptr,
-            rows,
-            self.noise_array(params, X.shape[1]),
-            float(params["p_a"]),
-            rng,
-        )
-        return new
 
     def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
         """``epsilon``, then ``lambda``, then ``p_a`` from their conditionals.
@@ -169,7 +135,7 @@ class LeakyNoisyOr(FeatureLikelihood):
         """
         X = np.asarray(X, dtype=np.float64)
         mask = np.asarray(observed).astype(bool)
-        counts = _counts(Z, A)
+        counts = feature_counts(Z, A)
         ones = mask & (X > 0.5)
         zeros = mask & ~(X > 0.5)
         length = int(counts.max(initial=0)) + 1
@@ -199,26 +165,13 @@ class LeakyNoisyOr(FeatureLikelihood):
                 total += weight * math.log1p(-p_zero)
             return total
 
-        log_eps = math.log(float(params["epsilon"]))
         log_lam = math.log(float(params["lambda"]))
-
-        a, b = self.epsilon_prior
-
-        def log_density_eps(u):
-            log_p, log_q = _log_sigmoid(u), _log_sigmoid(-u)
-            return a * log_p + b * log_q + log_likelihood(log_p, log_lam)
-
-        u = slice_sample(log_density_eps, _logit(float(params["epsilon"])), rng, width=2.0)
+        u = _slice_step_logit(float(params["epsilon"]), self.epsilon_prior,
+                              lambda log_p: log_likelihood(log_p, log_lam), rng)
         log_eps = _log_sigmoid(u)
         epsilon = _sigmoid(u)
-
-        a, b = self.lambda_prior
-
-        def log_density_lam(v):
-            log_p, log_q = _log_sigmoid(v), _log_sigmoid(-v)
-            return a * log_p + b * log_q + log_likelihood(log_eps, log_p)
-
-        v = slice_sample(log_density_lam, _logit(float(params["lambda"])), rng, width=2.0)
+        v = _slice_step_logit(float(params["lambda"]), self.lambda_prior,
+                              lambda log_p: log_likelihood(log_eps, log_p), rng)
         lam = _sigmoid(v)
 
         n_on = float(n_on)
@@ -241,33 +194,17 @@ class LeakyNoisyOr(FeatureLikelihood):
         total += float(np.sum(np.where(n_one > 0, n_one * log_one, 0.0)))
         return total
 
-    def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
-        """``sum_d log P(x_nd | z_n, A)`` over the observed entries of each row, with
-        ``log P(x_nd = 0) = log epsilon + c_nd log lambda`` (eq. A.4)."""
-        X = np.asarray(X, dtype=np.float64)
-        mask = np.asarray(observed).astype(bool)
+    def entry_log_probs(self, Z, A, params):
+        """``(log P(x_nd = 1), log P(x_nd = 0))`` with ``log P(x_nd = 0) = log epsilon +
+        c_nd log lambda`` (eq. A.4)."""
         log_p_zero = self._log_prob_zero(Z, A, params)
         with np.errstate(divide="ignore"):
-            log_p = np.where(X > 0.5, np.log(-np.expm1(log_p_zero)), log_p_zero)
-        return np.where(mask, log_p, 0.0).sum(axis=1)
-
-    def log_prior_features(self, A, params) -> float:
-        """``sum_kd log Bernoulli(a_kd; p_a)``."""
-        A = np.asarray(A, dtype=np.float64)
-        n_on = float(np.sum(A > 0.5))
-        p_a = float(params["p_a"])
-        with np.errstate(divide="ignore"):
-            return float(n_on * np.log(p_a) + (A.size - n_on) * np.log1p(-p_a))
+            return np.log(-np.expm1(log_p_zero)), log_p_zero
 
     def predict(self, Z, A, params) -> np.ndarray:
         """``P(x_nd = 1 | z_n, A) = 1 - epsilon lambda^((z_n A)_d)``, shape
         (n_samples, n_dims)."""
         return -np.expm1(self._log_prob_zero(Z, A, params))
-
-    def sample_data(self, Z, A, params, rng) -> np.ndarray:
-        """Binary data (float64 0/1) with ``P(x_nd = 1)`` from :meth:`predict`."""
-        p_one = self.predict(Z, A, params)
-        return (rng.random(p_one.shape) < p_one).astype(np.float64)
 
     # -- new rows, features held fixed (transform and score_samples of the estimators) --
     @staticmethod
@@ -325,7 +262,7 @@ class LeakyNoisyOr(FeatureLikelihood):
     @staticmethod
     def _log_prob_zero(Z, A, params) -> np.ndarray:
         """``log P(x_nd = 0) = log epsilon + c_nd log lambda`` (0 * log 0 read as 0)."""
-        counts = _counts(Z, A)
+        counts = feature_counts(Z, A)
         with np.errstate(divide="ignore", invalid="ignore"):
             log_lam = np.log(float(params["lambda"]))
             log_eps = np.log(float(params["epsilon"]))

@@ -19,10 +19,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._feature_base import FeatureLikelihood
+from ._binary_features import BinaryFeatureLikelihood
 from ._noisy_or_kernels import sweep_binary_features
 from ._observation_kernels import OBSERVE_DETECTION, PRIOR_BERNOULLI
-from .linear_gaussian import _check_feature_data, _rows_by_feature
+from .linear_gaussian import _check_feature_data
 
 __all__ = ["BinaryDetection"]
 
@@ -38,7 +38,7 @@ def _reached(Z, A):
     return (np.asarray(Z, dtype=np.float64) @ np.asarray(A, dtype=np.float64)) > 0.5
 
 
-class BinaryDetection(FeatureLikelihood):
+class BinaryDetection(BinaryFeatureLikelihood):
     """Binary features observed through per-dimension detections (Doshi-Velez 2009, sec. 7.3, A.3).
 
     ``a_kd ~ Bernoulli(p_a)``; ``P(x_nd = 1) = 1 - miss_rate[d]`` when ``(z_n A)_d > 0`` and
@@ -53,17 +53,7 @@ class BinaryDetection(FeatureLikelihood):
     observation_kind = OBSERVE_DETECTION
     prior_kind = PRIOR_BERNOULLI
     parameter_names = ("p_a",)
-
-    def check_data(self, X, observed) -> None:
-        """Raise ``ValueError`` naming ``X`` unless ``X`` is 2-d, ``observed`` has its
-        shape, and every observed entry is 0 or 1."""
-        X, mask = _check_feature_data(X, observed)
-        values = X[mask]
-        if not np.all((values == 0.0) | (values == 1.0)):
-            raise ValueError(
-                "X must be binary (0 or 1) at its observed entries for the binary "
-                "detection likelihood."
-            )
+    sweep_kernel = staticmethod(sweep_binary_features)
 
     def initial_parameters(self, X, observed) -> dict:
         """False-detection and miss rates 0.1 in every dimension (the prior mean) and
@@ -82,35 +72,6 @@ class BinaryDetection(FeatureLikelihood):
         noise[0] = params["false_rate"]
         noise[1] = params["miss_rate"]
         return noise
-
-    def prior_array(self, params) -> np.ndarray:
-        """``[p_a]``: the probability that a feature includes a dimension."""
-        return np.array([float(params["p_a"])])
-
-    def sample_prior_features(self, n_features: int, n_dims: int, params, rng) -> np.ndarray:
-        """``a_kd ~ Bernoulli(p_a)`` as float64 0/1, shape (n_features, n_dims)."""
-        return (rng.random((n_features, n_dims)) < float(params["p_a"])).astype(np.float64)
-
-    def sample_features(self, X, observed, Z, A, params, rng) -> np.ndarray:
-        """One element-wise Gibbs sweep over the binary ``A`` (features in order, all
-        dimensions of a feature together), starting from the current ``A`` (not
-        modified); returns float64 0/1 of shape (n_features, n_dims)."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        new = (np.asarray(A, dtype=np.float64) > 0.5).astype(np.float64)
-        counts = np.rint(np.asarray(Z, dtype=np.float64) @ new).astype(np.int64)
-        ptr, rows = _rows_by_feature(Z)
-        sweep_binary_features(
-            new,
-            counts,
-            X,
-            np.ascontiguousarray(np.asarray(observed).astype(bool), dtype=np.uint8),
-            ptr,
-            rows,
-            self.noise_array(params, X.shape[1]),
-            float(params["p_a"]),
-            rng,
-        )
-        return new
 
     def sample_parameters(self, X, observed, Z, A, params, rng) -> dict:
         """Conjugate Beta draws: ``false_rate[d] ~ Beta(1 + #ones, 9 + #zeros)`` over the
@@ -133,22 +94,11 @@ class BinaryDetection(FeatureLikelihood):
         p_a = float(rng.beta(_FEATURE_PRIOR[0] + n_on, _FEATURE_PRIOR[1] + A.size - n_on))
         return {**params, "false_rate": false_rate, "miss_rate": miss_rate, "p_a": p_a}
 
-    def row_log_likelihood(self, X, observed, Z, A, params) -> np.ndarray:
-        """``sum_d log P(x_nd | z_n, A)`` over the observed entries of each row."""
-        X = np.asarray(X, dtype=np.float64)
-        mask = np.asarray(observed).astype(bool)
+    def entry_log_probs(self, Z, A, params):
+        """``(log P(x_nd = 1), log P(x_nd = 0))`` from :meth:`predict`."""
         p_one = self.predict(Z, A, params)
         with np.errstate(divide="ignore"):
-            log_p = np.where(X > 0.5, np.log(p_one), np.log1p(-p_one))
-        return np.where(mask, log_p, 0.0).sum(axis=1)
-
-    def log_prior_features(self, A, params) -> float:
-        """``sum_kd log Bernoulli(a_kd; p_a)``."""
-        A = np.asarray(A, dtype=np.float64)
-        n_on = float(np.sum(A > 0.5))
-        p_a = float(params["p_a"])
-        with np.errstate(divide="ignore"):
-            return float(n_on * np.log(p_a) + (A.size - n_on) * np.log1p(-p_a))
+            return np.log(p_one), np.log1p(-p_one)
 
     def predict(self, Z, A, params) -> np.ndarray:
         """``P(x_nd = 1 | z_n, A)``, shape (n_samples, n_dims)."""
@@ -156,8 +106,3 @@ class BinaryDetection(FeatureLikelihood):
         miss_rate = np.asarray(params["miss_rate"], dtype=np.float64)
         false_rate = np.asarray(params["false_rate"], dtype=np.float64)
         return np.where(reached, 1.0 - miss_rate, false_rate)
-
-    def sample_data(self, Z, A, params, rng) -> np.ndarray:
-        """Binary data (float64 0/1) with ``P(x_nd = 1)`` from :meth:`predict`."""
-        p_one = self.predict(Z, A, params)
-        return (rng.random(p_one.shape) < p_one).astype(np.float64)

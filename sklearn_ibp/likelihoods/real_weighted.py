@@ -33,8 +33,10 @@ _LOG_2PI = np.log(2.0 * np.pi)
 
 
 def _rows_by_pattern(Z):
-    """``(rows, pattern)`` for every distinct row of ``Z``: the rows that share it and it
-    as a (1, n_features) array (rows sharing a pattern share its Woodbury factors)."""
+    """``(rows, pattern)`` for every distinct row of ``Z`` (a binary feature matrix or an
+    observed mask): the rows that share it and it as a (1, n_columns) array (rows sharing
+    a feature pattern share its Woodbury factors, rows sharing an observed pattern the
+    columns they are read on)."""
     unique, inverse = np.unique(Z, axis=0, return_inverse=True)
     inverse = np.ravel(inverse)
     for u in range(unique.shape[0]):
@@ -138,17 +140,14 @@ class RealWeightedGaussian(LinearGaussianFeatures):
         N = X.shape[0]
         out = np.empty((N, patterns.shape[0]))
         X0 = np.where(mask, X, 0.0)
-        groups, inverse = np.unique(mask, axis=0, return_inverse=True)
-        inverse = np.ravel(inverse)
-        for g in range(groups.shape[0]):
-            rows = np.flatnonzero(inverse == g)
-            cols = groups[g]
-            Xg = X0[np.ix_(rows, np.flatnonzero(cols))]
-            n_obs = int(cols.sum())
+        for rows, seen in _rows_by_pattern(mask):
+            cols = np.flatnonzero(seen[0])
+            Xg = X0[np.ix_(rows, cols)]
+            n_obs = cols.size
             sq = np.sum(Xg**2, axis=1) / var
             for p in range(patterns.shape[0]):
                 S = np.flatnonzero(patterns[p])
-                As = A[np.ix_(S, np.flatnonzero(cols))]
+                As = A[np.ix_(S, cols)]
                 log_det = n_obs * np.log(var)
                 quad = sq
                 if S.size:
@@ -178,11 +177,8 @@ class RealWeightedGaussian(LinearGaussianFeatures):
         var = float(params["sigma_x"]) ** 2
         out = np.zeros((X.shape[0], patterns.shape[1]))
         X0 = np.where(mask, X, 0.0)
-        groups, inverse = np.unique(mask, axis=0, return_inverse=True)
-        inverse = np.ravel(inverse)
-        for g in range(groups.shape[0]):
-            rows = np.flatnonzero(inverse == g)
-            cols = np.flatnonzero(groups[g])
+        for rows, seen in _rows_by_pattern(mask):
+            cols = np.flatnonzero(seen[0])
             Xg = X0[np.ix_(rows, cols)]
             for p in range(patterns.shape[0]):
                 S = np.flatnonzero(patterns[p])

@@ -1,72 +1,15 @@
-"""Priors over binary feature matrices and partitions (no data involved)."""
+"""Priors over binary feature matrices and partitions (no data involved).
 
-from .crp import crp_log_prob, expected_n_clusters, sample_alpha_posterior_crp, sample_crp
-from .ddibp import (
-    DDIBPPrior,
-    calibrate_decay,
-    compute_reachability,
-    ddibp_log_prob,
-    decay_proximity,
-    expected_feature_factor,
-    inherit_features,
-    normalized_proximity,
-    pairwise_distances_for_ddibp,
-    sample_ddibp,
-)
-from .hierarchy import (
-    expected_n_categories,
-    expected_n_features_hierarchy,
-    feature_count_bound,
-    hierarchy_log_prob,
-    sample_hierarchy,
-)
-from .ibp import (
-    existing_feature_log_odds,
-    expected_n_features,
-    ibp_log_prob,
-    ibp_truncation_bound,
-    ibp_truncation_bound_heuristic,
-    ibp_truncation_bound_log,
-    labelled_ibp_log_prob,
-    left_order,
-    new_feature_rate,
-    sample_alpha_conditional,
-    sample_alpha_posterior,
-    sample_ibp,
-    smallest_truncation,
-)
+Each module's public names (its ``__all__``) are importable from here: :mod:`.crp` (the
+Chinese restaurant process), :mod:`.ddibp` (the distance-dependent IBP), :mod:`.hierarchy`
+(the correlated feature hierarchies) and :mod:`.ibp` (the one- and two-parameter IBP and
+the truncation bounds of its stick-breaking form).
+"""
 
-__all__ = [
-    "crp_log_prob",
-    "expected_n_clusters",
-    "sample_alpha_posterior_crp",
-    "sample_crp",
-    "DDIBPPrior",
-    "calibrate_decay",
-    "compute_reachability",
-    "ddibp_log_prob",
-    "decay_proximity",
-    "expected_feature_factor",
-    "inherit_features",
-    "normalized_proximity",
-    "pairwise_distances_for_ddibp",
-    "sample_ddibp",
-    "expected_n_categories",
-    "expected_n_features_hierarchy",
-    "feature_count_bound",
-    "hierarchy_log_prob",
-    "sample_hierarchy",
-    "expected_n_features",
-    "existing_feature_log_odds",
-    "ibp_log_prob",
-    "labelled_ibp_log_prob",
-    "left_order",
-    "new_feature_rate",
-    "sample_alpha_conditional",
-    "sample_alpha_posterior",
-    "sample_ibp",
-    "ibp_truncation_bound",
-    "ibp_truncation_bound_heuristic",
-    "ibp_truncation_bound_log",
-    "smallest_truncation",
-]
+from . import crp, ddibp, hierarchy, ibp
+from .crp import *  # noqa: F403
+from .ddibp import *  # noqa: F403
+from .hierarchy import *  # noqa: F403
+from .ibp import *  # noqa: F403
+
+__all__ = [*crp.__all__, *ddibp.__all__, *hierarchy.__all__, *ibp.__all__]

@@ -21,6 +21,7 @@ import numpy as np
 from scipy.special import gammaln
 
 from .._slice import slice_sample
+from ._validation import check_positive
 from .ibp import as_random_source
 
 __all__ = [
@@ -30,13 +31,6 @@ __all__ = [
     "sample_alpha_posterior_crp",
     "sample_crp",
 ]
-
-
-def _check_alpha(alpha) -> float:
-    alpha = float(alpha)
-    if not (alpha > 0 and math.isfinite(alpha)):
-        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}.")
-    return alpha
 
 
 def crp_log_prob(labels, alpha: float) -> float:
@@ -57,7 +51,7 @@ def crp_log_prob(labels, alpha: float) -> float:
     -------
     float
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     labels = np.asarray(labels).ravel()
     if labels.size == 0:
         return 0.0
@@ -92,7 +86,7 @@ def sample_crp(n_samples: int, alpha: float, random_state=None) -> np.ndarray:
     labels : ndarray of shape (n_samples,), int64
         Table of each customer, ``0 .. K - 1`` in order of first appearance.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     n_samples = int(n_samples)
     if n_samples < 0:
         raise ValueError(f"n_samples must be >= 0, got {n_samples}.")
@@ -125,7 +119,7 @@ def expected_n_clusters(n_samples: int, alpha: float) -> float:
     -------
     float
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     i = np.arange(1, int(n_samples) + 1, dtype=float)
     return float(np.sum(alpha / (alpha + i - 1.0)))
 
@@ -189,7 +183,7 @@ def sample_alpha_posterior_crp(
     float
         The new concentration.
     """
-    alpha = _check_alpha(alpha)
+    alpha = check_positive(alpha, "alpha")
     n_clusters, n_samples = int(n_clusters), int(n_samples)
     if not 1 <= n_clusters <= max(n_samples, 1):
         raise ValueError(

@@ -34,6 +34,7 @@ from sklearn.metrics import pairwise_distances
 from sklearn.utils import check_array
 
 from ._ddibp_kernels import compute_reachability, fill_feature_matrix
+from ._validation import check_positive
 from .ibp import as_random_source
 
 __all__ = [
@@ -137,16 +138,6 @@ def _check_distance_matrix(distances, name: str = "precomputed") -> np.ndarray:
 # --------------------------------------------------------------------------- decay
 
 
-def _check_positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {value!r}.") from None
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-    return value
-
-
 def _evaluate_callable(decay_function, distances: np.ndarray) -> np.ndarray:
     """``decay_function`` on an array: vectorised if it accepts arrays, else elementwise."""
     with np.errstate(all="ignore"):
@@ -233,10 +224,10 @@ default="exponential"
     if decay_function == "constant":
         proximity[finite] = 1.0
     elif decay_function == "exponential":
-        beta = _check_positive(decay, "decay")
+        beta = check_positive(decay, "decay")
         proximity[finite] = np.exp(-beta * d)
     elif decay_function == "logistic":
-        beta = _check_positive(decay, "decay")
+        beta = check_positive(decay, "decay")
         if nu is None or not np.isfinite(float(nu)):
             raise ValueError(f"nu (the logistic offset) must be a finite number, got {nu!r}.")
         nu = float(nu)
@@ -244,7 +235,7 @@ default="exponential"
         proximity[finite] = np.exp(np.logaddexp(0.0, -nu) - np.logaddexp(0.0, beta * d - nu))
         np.minimum(proximity, 1.0, out=proximity)
     else:  # window
-        width = _check_positive(nu, "nu (the window width)") if nu is not None else None
+        width = check_positive(nu, "nu (the window width)") if nu is not None else None
         if width is None:
             raise ValueError("nu (the window width) must be a positive number, got None.")
         proximity[finite] = (d < width).astype(float)
@@ -459,7 +450,7 @@ def ddibp_log_prob(owners, connections, A, h, alpha: float) -> float:
     float
         ``-inf`` if some link has zero probability.
     """
-    alpha = _check_positive(alpha, "alpha")
+    alpha = check_positive(alpha, "alpha")
     owners, connections = _check_configuration(owners, connections)
     A = np.asarray(A, dtype=float)
     h = np.asarray(h, dtype=float)
@@ -502,7 +493,7 @@ def sample_ddibp(proximity, alpha: float, random_state=None):
         Sorted: customer 0's dishes first (the labelling of :func:`ddibp_log_prob`).
     connections : ndarray of shape (n_samples, n_features), dtype int64
     """
-    alpha = _check_positive(alpha, "alpha")
+    alpha = check_positive(alpha, "alpha")
     A, h = normalized_proximity(proximity)
     rng = as_random_source(random_state)
     n_samples = A.shape[0]

@@ -27,6 +27,7 @@ import numpy as np
 from scipy import fft
 from scipy.stats import poisson
 
+from ._validation import check_positive
 from .crp import crp_log_prob, expected_n_clusters, sample_crp
 from .ibp import as_random_source, expected_n_features, ibp_log_prob, sample_ibp
 
@@ -54,16 +55,6 @@ def _check_n_samples(n_samples) -> int:
     if n_samples < 0:
         raise ValueError(f"n_samples must be a non-negative integer, got {n_samples!r}.")
     return int(n_samples)
-
-
-def _check_positive(value, name: str) -> float:
-    try:
-        value = float(value)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.") from None
-    if not (value > 0 and math.isfinite(value)):
-        raise ValueError(f"{name} must be a positive finite number, got {value!r}.")
-    return value
 
 
 def _check_choice(value, name: str, choices) -> str:
@@ -152,7 +143,7 @@ def expected_n_categories(n_samples: int, alpha_categories: float, upper: str) -
     float
     """
     n_samples = _check_n_samples(n_samples)
-    alpha_categories = _check_positive(alpha_categories, "alpha_categories")
+    alpha_categories = check_positive(alpha_categories, "alpha_categories")
     upper = _check_choice(upper, "upper", _UPPERS)
     if upper == "dp":
         return expected_n_clusters(n_samples, alpha_categories)
@@ -202,8 +193,8 @@ def expected_n_features_hierarchy(
     feature_count_bound : the Jensen bound of eq. 7.4.
     """
     n_samples = _check_n_samples(n_samples)
-    alpha_categories = _check_positive(alpha_categories, "alpha_categories")
-    alpha_features = _check_positive(alpha_features, "alpha_features")
+    alpha_categories = check_positive(alpha_categories, "alpha_categories")
+    alpha_features = check_positive(alpha_features, "alpha_features")
     upper = _check_choice(upper, "upper", _UPPERS)
     pmf = _category_count_pmf(n_samples, alpha_categories, upper)
     return float(alpha_features * np.dot(pmf, _harmonic_numbers(pmf.size - 1)))
@@ -241,7 +232,7 @@ def feature_count_bound(
     -------
     float
     """
-    alpha_features = _check_positive(alpha_features, "alpha_features")
+    alpha_features = check_positive(alpha_features, "alpha_features")
     n_categories = expected_n_categories(n_samples, alpha_categories, upper)
     return float(alpha_features * (math.log1p(n_categories) + np.euler_gamma))
 
@@ -292,8 +283,8 @@ def sample_hierarchy(
         Feature assignments; with the noisy-or a column may be empty.
     """
     n_samples = _check_n_samples(n_samples)
-    alpha_categories = _check_positive(alpha_categories, "alpha_categories")
-    alpha_features = _check_positive(alpha_features, "alpha_features")
+    alpha_categories = check_positive(alpha_categories, "alpha_categories")
+    alpha_features = check_positive(alpha_features, "alpha_features")
     upper = _check_choice(upper, "upper", _UPPERS)
     link = _check_choice(link, "link", _LINKS)
     if link == "noisy_or":
@@ -393,8 +384,8 @@ def hierarchy_log_prob(
     float
         The log prior; ``-inf`` for a configuration of probability zero.
     """
-    alpha_categories = _check_positive(alpha_categories, "alpha_categories")
-    alpha_features = _check_positive(alpha_features, "alpha_features")
+    alpha_categories = check_positive(alpha_categories, "alpha_categories")
+    alpha_features = check_positive(alpha_features, "alpha_features")
     upper = _check_choice(upper, "upper", _UPPERS)
     link = _check_choice(link, "link", _LINKS)
     if link == "noisy_or":

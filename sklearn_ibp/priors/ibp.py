@@ -42,6 +42,15 @@ def as_random_source(random_state):
     return check_random_state(random_state)
 
 
+def _check_matrix(Z) -> np.ndarray:
+    """``Z`` as an array, after checking that it is 2-d (its entries are read as
+    ``Z != 0``)."""
+    Z = np.asarray(Z)
+    if Z.ndim != 2:
+        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    return Z
+
+
 def harmonic_rate(n_samples: int, beta: float = 1.0) -> float:
     """Return ``sum_{n=1}^N beta / (beta + n - 1)``.
 
@@ -119,9 +128,7 @@ def left_order(Z):
     -------
     ndarray of shape (n_samples, n_nonzero_features), dtype int8
     """
-    Z = np.asarray(Z)
-    if Z.ndim != 2:
-        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    Z = _check_matrix(Z)
     Z = (Z != 0).astype(np.int8)
     Z = Z[:, Z.any(axis=0)]
     if Z.shape[1] == 0:
@@ -152,9 +159,7 @@ def ibp_log_prob(Z, alpha: float, beta: float = 1.0) -> float:
     -------
     float
     """
-    Z = np.asarray(Z)
-    if Z.ndim != 2:
-        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    Z = _check_matrix(Z)
     Z = Z != 0
     counts = Z.sum(axis=0)
     Z = Z[:, counts > 0]
@@ -207,9 +212,7 @@ def labelled_ibp_log_prob(Z, alpha: float, beta: float = 1.0, n_columns=None) ->
     -------
     float
     """
-    Z = np.asarray(Z)
-    if Z.ndim != 2:
-        raise ValueError(f"Z must be a 2-d binary matrix, got an array of shape {Z.shape}.")
+    Z = _check_matrix(Z)
     counts = (Z != 0).sum(axis=0)
     n_columns = Z.shape[1] if n_columns is None else int(n_columns)
     return _labelled_log_prob_from_counts(counts, Z.shape[0], alpha, beta, n_columns)

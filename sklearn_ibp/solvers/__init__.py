@@ -22,7 +22,7 @@ as ``PARALLEL_SOLVERS`` (imported on first use).
 
 from .._deprecation import RENAMED_CLASSES as _RENAMED_CLASSES
 from .._deprecation import class_aliases
-from . import _moved, _protocol
+from . import _moved, _protocol, ddibp, dp, eba, hierarchy, ibp, ibp_explicit, variational
 from ._protocol import (
     MODELS,
     Solver,
@@ -35,62 +35,32 @@ from ._protocol import (
     registered_solvers,
     solver_names,
 )
-from .ddibp import GibbsDDIBP
-from .dp import (
-    AuxiliaryDP,
-    BaseDPSolver,
-    CollapsedDP,
-    GibbsDP,
-    MetropolisDP,
-    MixtureState,
-    NoGapsDP,
-    RetrospectiveDP,
-    SliceDP,
-    SplitMergeDP,
-    TruncatedDP,
-)
-from .eba import SliceEBA
-from .hierarchy import GibbsHierarchy, HierarchyState
-from .ibp import (
-    AcceleratedIBP,
-    BaseIBPSolver,
-    CollapsedIBP,
-    DuckTypedSolver,
-    FeatureState,
-    SemiCollapsedIBP,
-    UncollapsedIBP,
-)
-from .ibp_explicit import (
-    ApproximateGibbsIBP,
-    ExplicitFeatureSolver,
-    ExplicitFeatureState,
-    MapClimbIBP,
-    MetropolisIBP,
-    ParticleIBP,
-    SemiOrderedSliceIBP,
-    SliceIBP,
-    TemperingIBP,
-    TruncatedGibbsIBP,
-)
-from .variational import FiniteVariationalIBP, VariationalIBP
+from .ddibp import *  # noqa: F403
+from .dp import *  # noqa: F403
+from .eba import *  # noqa: F403
+from .hierarchy import *  # noqa: F403
+from .ibp import *  # noqa: F403
+from .ibp_explicit import *  # noqa: F403
+from .variational import *  # noqa: F403
 
 _moved.install()
 
 # The registry, keyed by model and name (see _protocol.py): one line per solver.
 for _cls in (
-    AcceleratedIBP, CollapsedIBP, UncollapsedIBP, SemiCollapsedIBP,
-    SliceIBP, SemiOrderedSliceIBP, TruncatedGibbsIBP, ApproximateGibbsIBP, MetropolisIBP,
-    ParticleIBP, TemperingIBP, MapClimbIBP,
-    VariationalIBP, FiniteVariationalIBP,
-    CollapsedDP, SplitMergeDP, GibbsDP, AuxiliaryDP, NoGapsDP, MetropolisDP, SliceDP,
-    TruncatedDP, RetrospectiveDP,
-    GibbsHierarchy,
-    GibbsDDIBP,
-    SliceEBA,
+    ibp.AcceleratedIBP, ibp.CollapsedIBP, ibp.UncollapsedIBP, ibp.SemiCollapsedIBP,
+    ibp_explicit.SliceIBP, ibp_explicit.SemiOrderedSliceIBP, ibp_explicit.TruncatedGibbsIBP,
+    ibp_explicit.ApproximateGibbsIBP, ibp_explicit.MetropolisIBP, ibp_explicit.ParticleIBP,
+    ibp_explicit.TemperingIBP, ibp_explicit.MapClimbIBP,
+    variational.VariationalIBP, variational.FiniteVariationalIBP,
+    dp.CollapsedDP, dp.SplitMergeDP, dp.GibbsDP, dp.AuxiliaryDP, dp.NoGapsDP, dp.MetropolisDP,
+    dp.SliceDP, dp.TruncatedDP, dp.RetrospectiveDP,
+    hierarchy.GibbsHierarchy,
+    ddibp.GibbsDDIBP,
+    eba.SliceEBA,
 ):
     register_solver(_cls)
 # The old name of "map_climb", accepted with a FutureWarning (RENAMED_SOLVERS).
-register_solver(MapClimbIBP, name="map")
+register_solver(ibp_explicit.MapClimbIBP, name="map")
 # The data-parallel solvers import the solvers: imported on first look-up.
 _register_lazy("ibp", "parallel_accelerated",
                "sklearn_ibp.distributed.parallel_accelerated:ParallelAcceleratedIBP")
@@ -143,6 +113,7 @@ def __getattr__(name):
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
+# The registry's names, then every family's public names (each family's ``__all__``).
 __all__ = [
     "MODELS",
     "Solver",
@@ -153,47 +124,20 @@ __all__ = [
     "register_solver",
     "registered_solvers",
     "solver_names",
-    "EBA_SOLVERS",
-    "SliceEBA",
-    "DDIBP_SOLVERS",
-    "DP_SOLVERS",
-    "PARALLEL_SOLVERS",
-    "EXPLICIT_SOLVERS",
     "SOLVERS",
+    "EXPLICIT_SOLVERS",
     "VARIATIONAL_SOLVERS",
-    "ApproximateGibbsIBP",
-    "ExplicitFeatureSolver",
-    "ExplicitFeatureState",
-    "MapClimbIBP",
-    "MetropolisIBP",
-    "TemperingIBP",
-    "ParticleIBP",
-    "SemiOrderedSliceIBP",
-    "SliceIBP",
-    "TruncatedGibbsIBP",
-    "AuxiliaryDP",
-    "BaseDPSolver",
-    "CollapsedDP",
-    "GibbsDP",
-    "MetropolisDP",
-    "MixtureState",
-    "NoGapsDP",
-    "RetrospectiveDP",
-    "SliceDP",
-    "SplitMergeDP",
-    "TruncatedDP",
-    "AcceleratedIBP",
-    "BaseIBPSolver",
-    "CollapsedIBP",
-    "DuckTypedSolver",
-    "GibbsDDIBP",
-    "FeatureState",
-    "GibbsHierarchy",
-    "HierarchyState",
-    "SemiCollapsedIBP",
-    "UncollapsedIBP",
-    "FiniteVariationalIBP",
-    "VariationalIBP",
+    "DP_SOLVERS",
+    "DDIBP_SOLVERS",
+    "EBA_SOLVERS",
+    "PARALLEL_SOLVERS",  # noqa: F405 (resolved by __getattr__ on first use)
+    *ibp.__all__,
+    *ibp_explicit.__all__,
+    *variational.__all__,
+    *dp.__all__,
+    *hierarchy.__all__,
+    *ddibp.__all__,
+    *eba.__all__,
 ]
 
 #: Old class names (before issue 21) of the solvers exported here, importable with a
