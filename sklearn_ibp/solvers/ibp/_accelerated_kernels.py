@@ -149,6 +149,28 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
 
 
 @njit(cache=True, fastmath=FAST_MATH)
+def _flip_turn(step, K, zk, others, sampled_k):
+    """Whether step ``step`` of a row's ``2 K`` steps flips ``z_rk`` (``k = step % K``):
+    steps ``0 .. K - 1`` the features other rows share (``others > 0``), steps
+    ``K .. 2K - 1`` the row's singletons (``others == 0``, ``zk == 1``), each only when
+    feature ``k`` is sampled this sweep."""
+    return (others == 0) == (step >= K) and not (others == 0 and zk == 0) and sampled_k != 0
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def _accept_flip(others, n_rows, beta, zk, current, proposed, rng):
+    """Whether ``z_rk`` flips from ``zk``: a singleton (``others == 0``) is always dropped,
+    its mass going to the new-feature draw (eq. 3.7); a shared feature is Gibbs-sampled
+    from its prior odds (eq. 3.6) and the log densities ``current`` (as it is) and
+    ``proposed`` (flipped)."""
+    if others == 0:
+        return True
+    log_odds = log_prior_odds(others, n_rows, beta)
+    log_odds += proposed - current if zk == 0 else current - proposed
+    return draw_binary(log_odds, rng) != zk
+
+
+@njit(cache=True, fastmath=FAST_MATH)
 def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
                 sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, max_features,
                 rng):
@@ -202,7 +224,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
         k = step % K
         zk = Z[r, k]
         others = counts[k] - zk
-        if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
+        if not _flip_turn(step, K, zk, others, sampled[k]):
             continue
         delta = 1.0 - 2.0 * zk
         uk = u[k]
@@ -226,13 +248,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
         ee_new = ee - 2.0 * delta * em + mm
         c_new = c + 2.0 * delta * t[k] + s_kk
         proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
-        if others == 0:
-            accept = True
-        else:
-            log_odds = log_prior_odds(others, N, beta)
-            log_odds += proposed - current if zk == 0 else current - proposed
-            accept = draw_binary(log_odds, rng) != zk
-        if accept:
+        if _accept_flip(others, N, beta, zk, current, proposed, rng):
             eg = 0.0
             for d in range(D):
                 e[d] -= delta * (mean[k, d] + uk * g[d])
@@ -318,18 +334,12 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
             k = step % K
             zk = Z[r, k]
             others = counts[k] - zk
-            if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
+            if not _flip_turn(step, K, zk, others, sampled[k]):
                 continue
             delta = 1.0 - 2.0 * zk
             _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
             proposed = window_log_density(Cp, Ep, w)
-            if others == 0:
-                accept = True
-            else:
-                log_odds = log_prior_odds(others, N, beta)
-                log_odds += proposed - current if zk == 0 else current - proposed
-                accept = draw_binary(log_odds, rng) != zk
-            if accept:
+            if _accept_flip(others, N, beta, zk, current, proposed, rng):
                 for a in range(w):
                     for b in range(w):
                         C[a, b] = Cp[a, b]
