@@ -74,7 +74,7 @@ from ._semi_ordered_slice_kernels import (
     update_weighted_rows_and_drop_empty,
 )
 from ._slice_kernels import extend_sticks
-from .slice import check_alpha, check_prior, initial_features
+from .slice import check_prior, check_slice_inputs, initial_features
 
 __all__ = ["SemiOrderedSliceIBP", "active_weights"]
 
@@ -195,17 +195,7 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
         before the weights. Other likelihoods ignore ``Y``."""
         self._validate_params()
         check_explicit_likelihood(self, likelihood)
-        alpha = check_alpha(alpha)
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
-        observed = np.ascontiguousarray(observed, dtype=np.uint8)
-        # Read-only inputs are copied: the kernels then see one array type (one cached
-        # compilation) and the state never aliases the caller's arrays.
-        if not X.flags.writeable:
-            X = X.copy()
-        if not observed.flags.writeable:
-            observed = observed.copy()
+        X, observed, alpha = check_slice_inputs(X, observed, alpha)
         likelihood.check_data(X, observed)
         weighted = _is_weighted(likelihood)
         if weighted and Y is not None:
