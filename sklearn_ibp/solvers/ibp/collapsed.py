@@ -11,20 +11,18 @@ conditionals in ``O(N (K^2 + K D))``.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
-from ._base import BaseIBPSolver, FeatureState, with_capacity
+from ._base import FeatureState, with_capacity
 from ._collapsed_kernels import _full_inverse, sweep_collapsed
+from ._row_gibbs import RowGibbsIBPSolver
 from .ibp_split_merge import apply_split_merge
 
 __all__ = ["CollapsedIBP"]
 
 
-class CollapsedIBP(BaseIBPSolver):
+class CollapsedIBP(RowGibbsIBPSolver):
     """Collapsed Gibbs sampler of Griffiths and Ghahramani (eqs. 3.6-3.7, A.2).
 
     Parameters
@@ -39,19 +37,8 @@ class CollapsedIBP(BaseIBPSolver):
 
     name = "collapsed"
 
-    _parameter_constraints: dict = {
-        "k_max": [Interval(Integral, 1, None, closed="left")],
-        "split_merge": [Interval(Integral, 0, None, closed="left")],
-    }
-
-    def __init__(self, k_max=4, split_merge=0):
-        self.k_max = k_max
-        self.split_merge = split_merge
-
-    def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
+    def _start(self, state, rng) -> None:
         self._refresh(state)
-        return state
 
     def _refresh(self, state) -> None:
         cap = state.Z.shape[1]

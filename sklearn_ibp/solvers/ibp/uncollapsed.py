@@ -9,20 +9,18 @@ with the likelihood ratio.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
-from ._base import BaseIBPSolver, FeatureState, with_capacity
+from ._base import FeatureState, with_capacity
 from ._explicit_features_kernels import draw_gaussian_features, sweep_explicit_features
+from ._row_gibbs import RowGibbsIBPSolver
 from .ibp_split_merge import apply_split_merge
 
 __all__ = ["UncollapsedIBP"]
 
 
-class UncollapsedIBP(BaseIBPSolver):
+class UncollapsedIBP(RowGibbsIBPSolver):
     """Uncollapsed Gibbs sampler with Metropolis proposals for new features (sec. 3.1).
 
     Parameters
@@ -38,19 +36,8 @@ class UncollapsedIBP(BaseIBPSolver):
     name = "uncollapsed"
     _integrate_new = False
 
-    _parameter_constraints: dict = {
-        "k_max": [Interval(Integral, 1, None, closed="left")],
-        "split_merge": [Interval(Integral, 0, None, closed="left")],
-    }
-
-    def __init__(self, k_max=4, split_merge=0):
-        self.k_max = k_max
-        self.split_merge = split_merge
-
-    def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
+    def _start(self, state, rng) -> None:
         self._draw_features(state, rng)
-        return state
 
     def _draw_features(self, state, rng) -> None:
         """``A ~ p(A | Z, X)`` into spare-capacity storage, the residual ``X - Z A`` and
