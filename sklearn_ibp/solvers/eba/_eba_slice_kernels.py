@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, stick_log_odds
 from .._feature_slot_kernels import compact_features, compact_values, sort_by_sticks
 
 
@@ -150,10 +150,7 @@ def update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, l
             continue
         zk = Z[i, k]
         others = counts[k] - zk
-        if mk >= 1.0:
-            log_prior_odds = np.inf
-        else:
-            log_prior_odds = math.log(mk) - math.log1p(-mk)
+        log_prior_odds = stick_log_odds(mk)
         if others == 0:
             log_prior_odds = add_lowest_stick_log_ratio(log_prior_odds, k, counts, sticks, K)
         ratio = flip_log_ratio(i, k, wins, Z, W[k, 0], adv, lapse)

@@ -32,7 +32,7 @@ from ...likelihoods._real_weighted_kernels import (
     integrated_weight_terms,
     new_feature_log_ratio,
 )
-from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order, stick_log_odds
 from .._feature_slot_kernels import (
     compact_columns,
     compact_features,
@@ -182,10 +182,7 @@ def update_weighted_row_features(x, observed, z, w, A, pred, counts, sticks, n_f
             continue
         zk = z[k]
         others = counts[k] - zk
-        if mk >= 1.0:
-            log_prior_odds = np.inf
-        else:
-            log_prior_odds = math.log(mk) - math.log1p(-mk)
+        log_prior_odds = stick_log_odds(mk)
         wk = w[k]
         if others > 0:
             q, b = integrated_weight_terms(x, observed, pred, A[k], wk, noise)
