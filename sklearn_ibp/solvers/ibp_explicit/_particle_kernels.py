@@ -42,22 +42,17 @@ from ...likelihoods._observation_kernels import (
 )
 from .._draw_kernels import random_order
 from .._feature_proposal_kernels import (
-    draw_positive_normal as _draw_positive_normal,
-)
-from .._feature_proposal_kernels import (
+    PROPOSE_DATA,
+    binary_entry_proposal,
     log_prior_feature,
 )
-from .._feature_proposal_kernels import (
-    log_upper_tail as _log_upper_tail,
-)
+from .._feature_proposal_kernels import draw_positive_normal as _draw_positive_normal
+from .._feature_proposal_kernels import log_upper_tail as _log_upper_tail
 
 #: Resampling schemes.
 RESAMPLE_MULTINOMIAL = 0
 RESAMPLE_SYSTEMATIC = 1
 
-#: How a new feature's value is proposed.
-PROPOSE_PRIOR = 0
-PROPOSE_DATA = 1
 
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
@@ -239,13 +234,7 @@ def new_feature_proposal(draw, x, observed, base, obs_kind, noise, prior_kind, p
             if observed[d]:
                 log_odds += (_entry_log_likelihood(obs_kind, x[d], base[d] + 1.0, noise, d)
                              - _entry_log_likelihood(obs_kind, x[d], base[d], noise, d))
-            if draw:
-                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
-                out[d] = 1.0 if rng.random() < p_one else 0.0
-            if out[d] > 0.5:
-                log_q += -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
-            else:
-                log_q += -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
+            log_q += binary_entry_proposal(draw, log_odds, out, d, rng)
             continue
         precision = 0.0
         shift = 0.0

@@ -56,6 +56,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._deprecation import class_aliases
 from ...likelihoods._real_weighted_kernels import draw_row_weights
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
+from .._feature_proposal_kernels import PROPOSALS as _UNIQUE_PROPOSALS
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -65,7 +66,7 @@ from ._explicit_base import (
     grow,
     new_explicit_state,
 )
-from ._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR, compact_features
+from ._metropolis_kernels import compact_features
 from ._semi_ordered_slice_kernels import (
     to_stick_breaking,
     to_stick_breaking_weighted,
@@ -81,8 +82,6 @@ __all__ = ["SemiOrderedSliceIBP", "active_weights"]
 #: Likelihood names served beyond the explicit-feature ones: the real-weighted model.
 WEIGHTED_LIKELIHOODS = ("gaussian_weights",)
 
-#: Proposals of the unique-feature move's new values (``unique_moves``).
-_UNIQUE_PROPOSALS = {"data": PROPOSE_DATA, "prior": PROPOSE_PRIOR}
 #: Largest number of new unique features one proposal holds (exact at any value: the
 #: truncation of the Poisson cancels in the Metropolis-Hastings ratio).
 _UNIQUE_K_MAX = 6
