@@ -117,25 +117,35 @@ def feature_proposal(
             if children[i] == 1 and observed[n, d]:
                 precision += 1.0 / noise[0, d]
                 shift += (X[n, d] - preds[i, d]) / noise[0, d]
-        if prior_kind == 0:
-            precision += 1.0 / (prior[0] * prior[0])
-            sd = 1.0 / math.sqrt(precision)
-            mean = shift / precision
-            if draw:
-                out[d] = mean + sd * rng.standard_normal()
-            total += -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-        else:
-            if precision == 0.0:
-                if draw:
-                    out[d] = rng.exponential(1.0 / prior[0])
-                total += math.log(prior[0]) - prior[0] * out[d]
-                continue
-            sd = 1.0 / math.sqrt(precision)
-            mean = (shift - prior[0]) / precision
-            if draw:
-                out[d] = draw_positive_normal(mean, sd, rng)
-            total += (
-                -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-                - log_upper_tail(-mean / sd)
-            )
+        total += continuous_entry_proposal(draw, prior_kind, prior, precision, shift, out, d,
+                                           rng)
     return total
+
+
+@njit(cache=True)
+def continuous_entry_proposal(draw, prior_kind, prior, precision, shift, out, d, rng):
+    """Draw (``draw=True``) or score (``draw=False``) a continuous feature value ``out[d]``
+    from its conditional posterior given Gaussian observations with total precision
+    ``precision`` and ``shift`` (the sum of the residuals over their variances): a
+    Gaussian under the Gaussian prior (``prior_kind == 0``, sd ``prior[0]``), a Gaussian
+    truncated to ``[0, inf)`` under the exponential prior (rate ``prior[0]``; the prior
+    itself when nothing is observed, appendix A.2). Returns ``log q(out[d])``."""
+    if prior_kind == 0:
+        precision += 1.0 / (prior[0] * prior[0])
+        sd = 1.0 / math.sqrt(precision)
+        mean = shift / precision
+        if draw:
+            out[d] = mean + sd * rng.standard_normal()
+        return -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+    if precision == 0.0:
+        if draw:
+            out[d] = rng.exponential(1.0 / prior[0])
+        return math.log(prior[0]) - prior[0] * out[d]
+    sd = 1.0 / math.sqrt(precision)
+    mean = (shift - prior[0]) / precision
+    if draw:
+        out[d] = draw_positive_normal(mean, sd, rng)
+    return (
+        -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+        - log_upper_tail(-mean / sd)
+    )
