@@ -149,12 +149,16 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _flip_turn(step, K, zk, others, sampled_k):
-    """Whether step ``step`` of a row's ``2 K`` steps flips ``z_rk`` (``k = step % K``):
-    steps ``0 .. K - 1`` the features other rows share (``others > 0``), steps
-    ``K .. 2K - 1`` the row's singletons (``others == 0``, ``zk == 1``), each only when
-    feature ``k`` is sampled this sweep."""
-    return (others == 0) == (step >= K) and not (others == 0 and zk == 0) and sampled_k != 0
+def _flip_step(step, K, Z, r, counts, sampled):
+    """Step ``step`` of row ``r``'s ``2 K``: ``(k, z_rk, m_-r,k, turn)`` with
+    ``k = step % K`` and ``turn`` whether this step updates ``z_rk``: steps ``0 .. K - 1``
+    the features other rows share (``m_-r,k > 0``), steps ``K .. 2K - 1`` the row's
+    singletons (``m_-r,k == 0``, ``z_rk == 1``), each only when ``sampled[k] != 0``."""
+    k = step % K
+    zk = Z[r, k]
+    others = counts[k] - zk
+    turn = (others == 0) == (step >= K) and not (others == 0 and zk == 0) and sampled[k] != 0
+    return k, zk, others, turn
 
 
 @njit(cache=True, fastmath=FAST_MATH)
@@ -221,10 +225,8 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
     # Phase 0 Gibbs-samples the features other rows share; phase 1 then drops the row's
     # singletons, which the new-feature draw below replaces as one block (eq. 3.7).
     for step in range(2 * K):
-        k = step % K
-        zk = Z[r, k]
-        others = counts[k] - zk
-        if not _flip_turn(step, K, zk, others, sampled[k]):
+        k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
+        if not turn:
             continue
         delta = 1.0 - 2.0 * zk
         uk = u[k]
@@ -331,10 +333,8 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
         r = rows[i]
         # Shared features first, then the row's singletons dropped (see _sample_row).
         for step in range(2 * K):
-            k = step % K
-            zk = Z[r, k]
-            others = counts[k] - zk
-            if not _flip_turn(step, K, zk, others, sampled[k]):
+            k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
+            if not turn:
                 continue
             delta = 1.0 - 2.0 * zk
             _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
