@@ -14,10 +14,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..._deprecation import class_aliases
-from ._base import FeatureState, with_capacity
+from ._base import with_capacity
 from ._collapsed_kernels import _full_inverse, sweep_collapsed
 from ._row_gibbs import RowGibbsIBPSolver
-from .ibp_split_merge import apply_split_merge
 
 __all__ = ["CollapsedIBP"]
 
@@ -52,25 +51,20 @@ class CollapsedIBP(RowGibbsIBPSolver):
             sq_norm=float(np.sum(state.X**2)),
         )
 
-    def sweep(self, state: FeatureState, rng) -> None:
+    def _grow(self, state) -> None:
+        state.Z = with_capacity(state.Z, state.n_features, 2 * state.Z.shape[1])
+        self._refresh(state)
+
+    def _rows(self, state, order, rng) -> int:
         st = state.stats
-        order = rng.permutation(state.X.shape[0]).astype(np.int64)
-        position = 0
-        while position < order.shape[0]:
-            if state.n_features + self.k_max > state.Z.shape[1]:
-                state.Z = with_capacity(state.Z, state.n_features, 2 * state.Z.shape[1])
-                self._refresh(state)
-            K, logdet, done = sweep_collapsed(
-                state.X, state.Z, st["counts"], st["gram"], st["cross"], st["Minv"],
-                st["logdet"], st["sq_norm"], state.n_features, order[position:],
-                state.alpha, state.beta, state.sigma_x, state.sigma_a, int(self.k_max), rng,
-            )
-            state.n_features = int(K)
-            st["logdet"] = float(logdet)
-            position += int(done)
-        self.compact(state, st["counts"][: state.n_features] > 0)
-        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self.k_max):
-            self._refresh(state)
+        K, logdet, done = sweep_collapsed(
+            state.X, state.Z, st["counts"], st["gram"], st["cross"], st["Minv"],
+            st["logdet"], st["sq_norm"], state.n_features, order,
+            state.alpha, state.beta, state.sigma_x, state.sigma_a, int(self.k_max), rng,
+        )
+        state.n_features = int(K)
+        st["logdet"] = float(logdet)
+        return int(done)
 
     def _compact_stats(self, state, idx) -> None:
         # Dropping empty features changes M^{-1} only by removing decoupled blocks, but
