@@ -102,7 +102,14 @@ from ..likelihoods.linear_gaussian import log_marginal_likelihood_from_stats
 from ..priors.ibp import _labelled_log_prob_from_counts
 from ..solvers.ibp._accelerated_kernels import refresh_posterior
 from ._common import tree_sum
-from ._shard import ShardData, ShardState, _pad, sweep_shard_rows
+from ._shard import (
+    ShardData,
+    ShardState,
+    SweepMessage,
+    _pad,
+    sweep_settings,
+    sweep_shard_rows,
+)
 
 __all__ = [
     "MetropolisMessage",
@@ -122,23 +129,11 @@ _SEED_HIGH = np.iinfo(np.int64).max
 
 
 @dataclass
-class MetropolisMessage:
+class MetropolisMessage(SweepMessage):
     """What the root broadcasts for one evaluation of ``G_r``: the statistics of the
-    labelled matrix (``K_cap`` slots), the hyperparameters and the sweep settings."""
+    labelled matrix (``K_cap`` slots), the hyperparameters and the sweep settings, the fuzz
+    rate and the slots it may touch."""
 
-    counts: np.ndarray
-    gram: np.ndarray
-    cross: np.ndarray
-    n_total: int
-    alpha: float
-    beta: float
-    sigma_x: float
-    sigma_a: float
-    n_sweeps: int
-    window: int
-    k_max: int
-    refresh_every: int
-    feature_subsample: float | None
     fuzz: float
     columns: np.ndarray | None = None
 
@@ -477,11 +472,8 @@ def metropolis_round(solver, state, rng) -> None:
     columns, rate = fuzz_columns(counts, mh["Z"], st["bounds"], plans,
                                  solver.fuzz_free_slots, solver.fuzz)
     message = MetropolisMessage(
-        counts=counts, gram=gram, cross=cross, n_total=state.X.shape[0], alpha=state.alpha,
-        beta=state.beta, sigma_x=state.sigma_x, sigma_a=state.sigma_a,
-        n_sweeps=int(solver.sweeps_per_sync), window=int(solver.window),
-        k_max=int(solver.k_max), refresh_every=int(solver.refresh_every),
-        feature_subsample=solver.feature_subsample, fuzz=rate, columns=columns,
+        counts=counts, gram=gram, cross=cross, **sweep_settings(solver, state), fuzz=rate,
+        columns=columns,
     )
     blocks = _blocks(mh["Z"], st["bounds"])
     # Exchange 1: the proposal and its statistics.

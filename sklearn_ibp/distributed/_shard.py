@@ -24,7 +24,7 @@ import numpy as np
 
 from ..solvers.ibp._accelerated_kernels import refresh_posterior, sweep_accelerated
 
-__all__ = ["ShardData", "ShardState", "RoundMessage", "run_round"]
+__all__ = ["ShardData", "ShardState", "SweepMessage", "RoundMessage", "run_round", "sweep_settings"]
 
 
 @dataclass
@@ -68,9 +68,11 @@ class ShardState:
 
 
 @dataclass
-class RoundMessage:
-    """What the root broadcasts at a synchronisation: the totals over all shards, the
-    hyperparameters and the round's instructions."""
+class SweepMessage:
+    """What the root broadcasts for the shards' sweeps: statistics of the whole ``Z``
+    (``counts``, ``gram = Z^T Z``, ``cross = Z^T X``), the hyperparameters and the sweep
+    settings. :class:`RoundMessage` and :class:`._metropolis.MetropolisMessage` add what
+    their rounds need."""
 
     counts: np.ndarray
     gram: np.ndarray
@@ -84,9 +86,29 @@ class RoundMessage:
     window: int
     k_max: int
     refresh_every: int
+    feature_subsample: float | None
+
+
+def sweep_settings(solver, state) -> dict:
+    """The :class:`SweepMessage` fields from the chain ``state`` (rows, hyperparameters)
+    and the data-parallel ``solver`` (sweep settings); the statistics are the caller's."""
+    return dict(
+        n_total=state.X.shape[0], alpha=state.alpha, beta=state.beta,
+        sigma_x=state.sigma_x, sigma_a=state.sigma_a,
+        n_sweeps=int(solver.sweeps_per_sync), window=int(solver.window),
+        k_max=int(solver.k_max), refresh_every=int(solver.refresh_every),
+        feature_subsample=solver.feature_subsample,
+    )
+
+
+@dataclass
+class RoundMessage(SweepMessage):
+    """What the root broadcasts at a synchronisation: the totals over all shards, the
+    hyperparameters and the round's instructions (``refresh``: recompute the posterior;
+    ``alone``: one shard holds every row; ``impute``: redraw the missing entries)."""
+
     refresh: bool
     alone: bool
-    feature_subsample: float | None
     impute: bool = False
 
 

@@ -51,6 +51,7 @@ from ._shard import (
     impute,
     residual_sum_of_squares,
     run_round,
+    sweep_settings,
 )
 
 __all__ = ["ParallelAcceleratedIBP", "tree_sum"]
@@ -311,12 +312,9 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         total = st["total"]
         return RoundMessage(
             counts=total["counts"], gram=total["gram"], cross=total["cross"],
-            n_total=state.X.shape[0], alpha=state.alpha, beta=state.beta,
-            sigma_x=state.sigma_x, sigma_a=state.sigma_a,
-            n_sweeps=int(self.sweeps_per_sync), window=int(self.window),
-            k_max=int(self.k_max), refresh_every=int(self.refresh_every),
+            **sweep_settings(self, state),
             refresh=bool(st["refresh"]) or impute, alone=len(st["shards"]) == 1 and not impute,
-            feature_subsample=self.feature_subsample, impute=impute,
+            impute=impute,
         )
 
     def _ensure_records(self) -> None:

@@ -26,12 +26,12 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from .._deprecation import class_aliases
 from ..priors.ibp import ibp_log_prob
+from ..solvers._feature_proposal_kernels import PROPOSALS as _PROPOSALS
 from ..solvers.ibp_explicit._explicit_base import (
     ExplicitFeatureSolver,
     check_explicit_inputs,
     new_explicit_state,
 )
-from ..solvers.ibp_explicit._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR
 from ._common import AsynchronousRoundsMixin, DistributedSolverMixin, map_message_ids, tree_sum
 from ._noisy_or_shard import (
     NoisyOrMessage,
@@ -42,7 +42,6 @@ from ._noisy_or_shard import (
 
 __all__ = ["ParallelNoisyOrIBP"]
 
-_PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
 
 def _pad_rows(array, K):

@@ -150,13 +150,10 @@ def rotate_loading_columns(loadings, psi, ard_shape, ard_rate, rng):
         return
     power = ard_shape + 0.5 * D
     G = np.empty((q, q))
+    _scaled_gram_lower(loadings, psi, G)
     for a in range(q):
-        for b in range(a + 1):
-            s = 0.0
-            for d in range(D):
-                s += loadings[d, a] * loadings[d, b] / psi[d]
-            G[a, b] = s
-            G[b, a] = s
+        for b in range(a):
+            G[b, a] = G[a, b]
     two_pi = 2.0 * math.pi
     for j in range(q - 1):
         for k in range(j + 1, q):
@@ -201,15 +198,24 @@ def rotate_loading_columns(loadings, psi, ard_shape, ard_rate, rng):
 def _factor_precision_cholesky(loadings, psi, M):
     """``M <-`` the lower Cholesky factor of ``I + Lambda^T Psi^{-1} Lambda`` (q, q), the
     factors' posterior precision given one row (``loadings`` (D, q), ``psi`` (D,))."""
+    q = loadings.shape[1]
+    _scaled_gram_lower(loadings, psi, M)
+    for a in range(q):
+        M[a, a] += 1.0
+    _cholesky_in_place(M, q)
+
+
+@njit(cache=True)
+def _scaled_gram_lower(loadings, psi, G):
+    """The lower triangle (diagonal included) of ``G <- Lambda^T Psi^{-1} Lambda`` (q, q)
+    for ``loadings`` (D, q) and ``psi`` (D,); the upper triangle is left as it is."""
     D, q = loadings.shape
     for a in range(q):
         for b in range(a + 1):
             s = 0.0
             for d in range(D):
                 s += loadings[d, a] * loadings[d, b] / psi[d]
-            M[a, b] = s
-        M[a, a] += 1.0
-    _cholesky_in_place(M, q)
+            G[a, b] = s
 
 
 @njit(cache=True)

@@ -22,6 +22,16 @@ def log_prior_odds(others, n_rows, beta):
 
 
 @njit(cache=True)
+def stick_log_odds(stick):
+    """``log(mu_k / (1 - mu_k))``, the prior log odds of ``z_nk = 1`` given the stick
+    ``mu_k`` in the slice samplers' conditional (Görür 2007, eq. 4.52); ``inf`` at
+    ``mu_k = 1``."""
+    if stick >= 1.0:
+        return np.inf
+    return math.log(stick) - math.log1p(-stick)
+
+
+@njit(cache=True)
 def add_lowest_stick_log_ratio(log_odds, k, counts, sticks, n_features):
     """``log_odds`` of ``z_nk = 1`` plus ``log(mu*_0 / mu*_1)`` for a feature ``k`` no
     other row has (Görür 2007, eq. 4.47; Teh, Görür and Ghahramani 2007).

@@ -14,7 +14,16 @@ import math
 import numpy as np
 from numba import njit
 
+from ._draw_kernels import draw_binary
+
 _LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
+
+#: How a new feature's value is proposed: from its prior, or from its conditional given
+#: the data of the rows that create it (:func:`feature_proposal`).
+PROPOSE_PRIOR = 0
+PROPOSE_DATA = 1
+#: The solvers' ``proposal`` option: name -> code.
+PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
 
 @njit(cache=True)
@@ -58,6 +67,18 @@ def log_prior_feature(prior_kind, prior, a):
 
 
 @njit(cache=True)
+def binary_entry_proposal(draw, log_odds, out, d, rng):
+    """Draw (``draw=True``) or score (``draw=False``) a binary feature value ``out[d]``
+    proposed with ``P(1) = sigmoid(log_odds)``; return ``log q(out[d])``, computed
+    without overflow at either end."""
+    if draw:
+        out[d] = 1.0 if draw_binary(log_odds, rng) else 0.0
+    if out[d] > 0.5:
+        return -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
+    return -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
+
+
+@njit(cache=True)
 def feature_proposal(
     draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children,
     preds, out, rng,
@@ -87,13 +108,7 @@ def feature_proposal(
                         log_odds += math.log(p_with) - math.log(p_now)
                     else:
                         log_odds += math.log1p(-p_with) - math.log1p(-p_now)
-            if draw:
-                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
-                out[d] = 1.0 if rng.random() < p_one else 0.0
-            if out[d] > 0.5:
-                total += -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
-            else:
-                total += -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
+            total += binary_entry_proposal(draw, log_odds, out, d, rng)
             continue
         precision = 0.0
         shift = 0.0
@@ -102,25 +117,35 @@ def feature_proposal(
             if children[i] == 1 and observed[n, d]:
                 precision += 1.0 / noise[0, d]
                 shift += (X[n, d] - preds[i, d]) / noise[0, d]
-        if prior_kind == 0:
-            precision += 1.0 / (prior[0] * prior[0])
-            sd = 1.0 / math.sqrt(precision)
-            mean = shift / precision
-            if draw:
-                out[d] = mean + sd * rng.standard_normal()
-            total += -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-        else:
-            if precision == 0.0:
-                if draw:
-                    out[d] = rng.exponential(1.0 / prior[0])
-                total += math.log(prior[0]) - prior[0] * out[d]
-                continue
-            sd = 1.0 / math.sqrt(precision)
-            mean = (shift - prior[0]) / precision
-            if draw:
-                out[d] = draw_positive_normal(mean, sd, rng)
-            total += (
-                -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-                - log_upper_tail(-mean / sd)
-            )
+        total += continuous_entry_proposal(draw, prior_kind, prior, precision, shift, out, d,
+                                           rng)
     return total
+
+
+@njit(cache=True)
+def continuous_entry_proposal(draw, prior_kind, prior, precision, shift, out, d, rng):
+    """Draw (``draw=True``) or score (``draw=False``) a continuous feature value ``out[d]``
+    from its conditional posterior given Gaussian observations with total precision
+    ``precision`` and ``shift`` (the sum of the residuals over their variances): a
+    Gaussian under the Gaussian prior (``prior_kind == 0``, sd ``prior[0]``), a Gaussian
+    truncated to ``[0, inf)`` under the exponential prior (rate ``prior[0]``; the prior
+    itself when nothing is observed, appendix A.2). Returns ``log q(out[d])``."""
+    if prior_kind == 0:
+        precision += 1.0 / (prior[0] * prior[0])
+        sd = 1.0 / math.sqrt(precision)
+        mean = shift / precision
+        if draw:
+            out[d] = mean + sd * rng.standard_normal()
+        return -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+    if precision == 0.0:
+        if draw:
+            out[d] = rng.exponential(1.0 / prior[0])
+        return math.log(prior[0]) - prior[0] * out[d]
+    sd = 1.0 / math.sqrt(precision)
+    mean = (shift - prior[0]) / precision
+    if draw:
+        out[d] = draw_positive_normal(mean, sd, rng)
+    return (
+        -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
+        - log_upper_tail(-mean / sd)
+    )

@@ -67,19 +67,16 @@ def compact_columns(M, counts, K):
 def compact_features(Z, A, counts, K):
     """Move the live slots (``counts > 0``) of the first ``K`` to the front, in order;
     zero the freed ones. Returns the number of live features."""
+    compact_columns(Z, counts, K)
     live = 0
     for k in range(K):
         if counts[k] > 0:
             if live != k:
-                for i in range(Z.shape[0]):
-                    Z[i, live] = Z[i, k]
                 for d in range(A.shape[1]):
                     A[live, d] = A[k, d]
                 counts[live] = counts[k]
             live += 1
     for k in range(live, K):
-        for i in range(Z.shape[0]):
-            Z[i, k] = 0
         for d in range(A.shape[1]):
             A[k, d] = 0.0
         counts[k] = 0

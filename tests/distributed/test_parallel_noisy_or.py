@@ -96,9 +96,8 @@ def test_cavity_sweep_with_a_flat_prior_is_the_serial_sweep():
 def test_shard_arguments_with_all_rows_and_the_token_give_the_serial_draws():
     from sklearn_ibp.likelihoods._leaky_noisy_or_kernels import log_prob_one_table
     from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
+    from sklearn_ibp.solvers._feature_proposal_kernels import PROPOSE_DATA, PROPOSE_PRIOR
     from sklearn_ibp.solvers.ibp_explicit._metropolis_kernels import (
-        PROPOSE_DATA,
-        PROPOSE_PRIOR,
         compact_features,
         metropolis_rows,
         refresh_prediction,
@@ -143,8 +142,8 @@ def test_shard_arguments_with_all_rows_and_the_token_give_the_serial_draws():
 def test_shard_arguments_without_the_token_only_drop_features():
     from sklearn_ibp.likelihoods._leaky_noisy_or_kernels import log_prob_one_table
     from sklearn_ibp.likelihoods._observation_kernels import OBSERVE_NOISY_OR, PRIOR_BERNOULLI
+    from sklearn_ibp.solvers._feature_proposal_kernels import PROPOSE_PRIOR
     from sklearn_ibp.solvers.ibp_explicit._metropolis_kernels import (
-        PROPOSE_PRIOR,
         metropolis_rows,
         refresh_prediction,
     )

@@ -186,17 +186,12 @@ class AuxiliaryDP(NealDPSolver):
                              - 0.5 * D * np.log(np.pi) - 0.5 * log_det)
         order = rng.permutation(N).astype(np.int64)
         labels = state.labels.copy()
-        pool = {"means": np.ascontiguousarray(base.sample_prior_means(N * m, rng))}
+        pool, refill = _prior_pool("means", base.sample_prior_means, slots, N, m, rng)
         aux_index = np.zeros(m, dtype=np.int64)
         gamma_table = np.full(N + 2, np.nan)
         work = np.zeros((2, D))
         backup = np.zeros((D, D))
         log_alpha = float(np.log(state.alpha))
-
-        def refill():
-            pool["means"] = np.ascontiguousarray(
-                base.sample_prior_means((N - slots.ctr[POS]) * m, rng))
-            slots.ctr[POOL_POS] = 0
 
         slots.run(lambda a, log_weights: sweep_auxiliary_mu(
             X, labels, order, a["counts"], a["means"], a["w_chols"], a["log_constants"],
@@ -238,7 +233,8 @@ class AuxiliaryDP(NealDPSolver):
                 pred_chols[k], work)
         order = rng.permutation(N).astype(np.int64)
         labels = state.labels.copy()
-        pool = {"precisions": np.ascontiguousarray(base.sample_prior_precisions(N * m, rng))}
+        pool, refill = _prior_pool("precisions", base.sample_prior_precisions, slots, N, m,
+                                   rng)
         aux_invs = np.zeros((m, D, D))
         aux_chols = np.zeros((m, D, D))
         aux_half_logdets = np.zeros(m)
@@ -247,11 +243,6 @@ class AuxiliaryDP(NealDPSolver):
         backup_mean = np.zeros(D)
         backup_chol = np.zeros((D, D))
         log_alpha = float(np.log(state.alpha))
-
-        def refill():
-            pool["precisions"] = np.ascontiguousarray(
-                base.sample_prior_precisions((N - slots.ctr[POS]) * m, rng))
-            slots.ctr[POOL_POS] = 0
 
         slots.run(lambda a, log_weights: sweep_auxiliary_s(
             X, labels, order, a["counts"], a["precisions"], a["precision_invs"], a["sums"],
@@ -263,3 +254,16 @@ class AuxiliaryDP(NealDPSolver):
         K, params = slots.finish(labels)
         # data augmentation: mu | S, then S | mu (sample_posterior_all's order)
         self._update_parameters(state, base, rng, labels, K, params)
+
+
+def _prior_pool(key, draw, slots, N, m, rng):
+    """The pool of base draws the auxiliary components of a SampleMu/SampleS sweep are
+    taken from: ``{key: draw(N m, rng)}``, and the ``refill`` that ``slots.run`` calls
+    when it runs out (``m`` fresh draws for each row still to visit)."""
+    pool = {key: np.ascontiguousarray(draw(N * m, rng))}
+
+    def refill():
+        pool[key] = np.ascontiguousarray(draw((N - slots.ctr[POS]) * m, rng))
+        slots.ctr[POOL_POS] = 0
+
+    return pool, refill

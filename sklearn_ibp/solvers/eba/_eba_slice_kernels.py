@@ -26,7 +26,7 @@ import math
 import numpy as np
 from numba import njit
 
-from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, stick_log_odds
 from .._feature_slot_kernels import compact_features, compact_values, sort_by_sticks
 
 
@@ -150,10 +150,7 @@ def update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, l
             continue
         zk = Z[i, k]
         others = counts[k] - zk
-        if mk >= 1.0:
-            log_prior_odds = np.inf
-        else:
-            log_prior_odds = math.log(mk) - math.log1p(-mk)
+        log_prior_odds = stick_log_odds(mk)
         if others == 0:
             log_prior_odds = add_lowest_stick_log_ratio(log_prior_odds, k, counts, sticks, K)
         ratio = flip_log_ratio(i, k, wins, Z, W[k, 0], adv, lapse)
@@ -267,6 +264,37 @@ def propose_weight(current, eta, rng):
 
 
 @njit(cache=True)
+def _add_prior_shape(log_accept, proposal, current, shape):
+    """``log_accept`` plus the ``Gamma(shape, 1)`` prior's ``(shape - 1)`` log ratio of the
+    proposed to the current weight (the rest of the prior ratio, ``-delta``, is in the
+    caller's sum; nothing to add under the ``shape = 1`` of eq. 4.67)."""
+    if shape != 1.0:
+        log_accept += (shape - 1.0) * (math.log(proposal) - math.log(current))
+    return log_accept
+
+
+@njit(cache=True)
+def _move_aspect_weight(k, proposal, delta, log_accept, Z, W, adv, rng):
+    """The Metropolis-Hastings decision for aspect ``k``'s weight ``W[k, 0] + delta =
+    proposal``: on acceptance the weight and ``adv`` follow. Returns 1 if accepted."""
+    if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+        W[k, 0] = proposal
+        shift_aspect_advantages(k, delta, Z, adv)
+        return 1
+    return 0
+
+
+@njit(cache=True)
+def _move_unique_weight(i, proposal, delta, log_accept, unique, adv, rng):
+    """:func:`_move_aspect_weight` for the unique weight of alternative ``i``."""
+    if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
+        unique[i] = proposal
+        shift_unique_advantages(i, delta, adv)
+        return 1
+    return 0
+
+
+@njit(cache=True)
 def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique, rng,
                    shape=1.0):
     """One Metropolis-Hastings update of every active aspect weight and then (when
@@ -280,23 +308,15 @@ def update_weights(wins, Z, W, unique, adv, n_features, lapse, eta, with_unique,
         proposal, log_q = propose_weight(w, eta, rng)
         delta = proposal - w
         log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse) - delta + log_q
-        if shape != 1.0:
-            log_accept += (shape - 1.0) * (math.log(proposal) - math.log(w))
-        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
-            W[k, 0] = proposal
-            shift_aspect_advantages(k, delta, Z, adv)
-            accepted += 1
+        log_accept = _add_prior_shape(log_accept, proposal, w, shape)
+        accepted += _move_aspect_weight(k, proposal, delta, log_accept, Z, W, adv, rng)
     for i in range(N if with_unique else 0):
         u = unique[i]
         proposal, log_q = propose_weight(u, eta, rng)
         delta = proposal - u
         log_accept = unique_log_ratio(i, delta, wins, adv, lapse) - delta + log_q
-        if shape != 1.0:
-            log_accept += (shape - 1.0) * (math.log(proposal) - math.log(u))
-        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
-            unique[i] = proposal
-            shift_unique_advantages(i, delta, adv)
-            accepted += 1
+        log_accept = _add_prior_shape(log_accept, proposal, u, shape)
+        accepted += _move_unique_weight(i, proposal, delta, log_accept, unique, adv, rng)
     return accepted
 
 
@@ -319,10 +339,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
             continue
         delta = proposal - w
         log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse)
-        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
-            W[k, 0] = proposal
-            shift_aspect_advantages(k, delta, Z, adv)
-            accepted += 1
+        accepted += _move_aspect_weight(k, proposal, delta, log_accept, Z, W, adv, rng)
     for i in range(N if with_unique else 0):
         u = unique[i]
         proposal = rng.gamma(shape, 1.0)
@@ -330,10 +347,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
             continue
         delta = proposal - u
         log_accept = unique_log_ratio(i, delta, wins, adv, lapse)
-        if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
-            unique[i] = proposal
-            shift_unique_advantages(i, delta, adv)
-            accepted += 1
+        accepted += _move_unique_weight(i, proposal, delta, log_accept, unique, adv, rng)
     return accepted
 
 

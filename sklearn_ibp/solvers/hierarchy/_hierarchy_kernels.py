@@ -878,6 +878,34 @@ def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
 # Children of the noisy-or
 # --------------------------------------------------------------------------------------
 @njit(cache=True)
+def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
+    """``P(z_nk = 1 | s_nk = s, x_n)`` under the noisy-or link (eq. 7.9): the child's prior
+    given its ``s`` active parents times the row's likelihood with ``z_nk`` on and off
+    (``lik_cur`` at the current ``z_nk = z``, ``lik_flip`` with it flipped)."""
+    log_on = child_log_prior(1, s, log_q, LINK_NOISY_OR)
+    log_off = s * log_q
+    if z == 1:
+        log_on += lik_cur
+        log_off += lik_flip
+    else:
+        log_on += lik_flip
+        log_off += lik_cur
+    top = max(log_on, log_off)
+    return math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
+
+
+@njit(cache=True)
+def _row_prediction(z, A, K, pred):
+    """``pred = sum_{k < K, z_k = 1} A[k]`` (overwritten), one row's prediction."""
+    for d in range(pred.shape[0]):
+        pred[d] = 0.0
+    for k in range(K):
+        if z[k] == 1:
+            for d in range(pred.shape[0]):
+                pred[d] += A[k, d]
+
+
+@njit(cache=True)
 def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
     """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
     N, D = X.shape
@@ -895,16 +923,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
             for d in range(D):
                 row[d] = pred[n, d] + (1.0 - 2.0 * z) * A[k, d]
             lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], row, noise)
-            log_on = child_log_prior(1, s, log_q, LINK_NOISY_OR)
-            log_off = s * log_q
-            if z == 1:
-                log_on += lik_cur
-                log_off += lik_flip
-            else:
-                log_on += lik_flip
-                log_off += lik_cur
-            top = max(log_on, log_off)
-            p_on = math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
+            p_on = _child_on_probability(z, s, lik_cur, lik_flip, log_q)
             z_new = 1 if rng.random() < p_on else 0
             if z_new != z:
                 Z[n, k] = z_new
@@ -999,12 +1018,7 @@ def new_row_feature_probabilities(
                 # Metropolis flips of c_l jointly with the children it alone activates,
                 # as in ibp_rows.
                 for cat in range(L):
-                    for d in range(D):
-                        pred[d] = 0.0
-                    for k in range(K):
-                        if z[k] == 1:
-                            for d in range(D):
-                                pred[d] += A[k, d]
+                    _row_prediction(z, A, K, pred)
                     sign = -1 if c[cat] == 1 else 1
                     log_accept = category_log_prior[cat] if sign == 1 else -category_log_prior[cat]
                     for d in range(D):
@@ -1040,12 +1054,7 @@ def new_row_feature_probabilities(
                     for k in range(K):
                         out[n, k] += z[k]
             if link == LINK_NOISY_OR:
-                for d in range(D):
-                    pred[d] = 0.0
-                for k in range(K):
-                    if z[k] == 1:
-                        for d in range(D):
-                            pred[d] += A[k, d]
+                _row_prediction(z, A, K, pred)
                 for k in range(K):
                     if s[k] == 0:
                         continue
@@ -1053,18 +1062,7 @@ def new_row_feature_probabilities(
                         flip[d] = pred[d] + (1.0 - 2.0 * z[k]) * A[k, d]
                     lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred, noise)
                     lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], flip, noise)
-                    log_on = child_log_prior(1, s[k], log_q, LINK_NOISY_OR)
-                    log_off = s[k] * log_q
-                    if z[k] == 1:
-                        log_on += lik_cur
-                        log_off += lik_flip
-                    else:
-                        log_on += lik_flip
-                        log_off += lik_cur
-                    top = max(log_on, log_off)
-                    p_on = math.exp(log_on - top) / (
-                        math.exp(log_on - top) + math.exp(log_off - top)
-                    )
+                    p_on = _child_on_probability(z[k], s[k], lik_cur, lik_flip, log_q)
                     if sweep >= n_burn:
                         out[n, k] += p_on
                     new_z = 1 if np.random.random() < p_on else 0  # noqa: NPY002

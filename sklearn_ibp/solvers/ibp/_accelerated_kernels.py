@@ -149,6 +149,32 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
 
 
 @njit(cache=True, fastmath=FAST_MATH)
+def _flip_step(step, K, Z, r, counts, sampled):
+    """Step ``step`` of row ``r``'s ``2 K``: ``(k, z_rk, m_-r,k, turn)`` with
+    ``k = step % K`` and ``turn`` whether this step updates ``z_rk``: steps ``0 .. K - 1``
+    the features other rows share (``m_-r,k > 0``), steps ``K .. 2K - 1`` the row's
+    singletons (``m_-r,k == 0``, ``z_rk == 1``), each only when ``sampled[k] != 0``."""
+    k = step % K
+    zk = Z[r, k]
+    others = counts[k] - zk
+    turn = (others == 0) == (step >= K) and not (others == 0 and zk == 0) and sampled[k] != 0
+    return k, zk, others, turn
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def _accept_flip(others, n_rows, beta, zk, current, proposed, rng):
+    """Whether ``z_rk`` flips from ``zk``: a singleton (``others == 0``) is always dropped,
+    its mass going to the new-feature draw (eq. 3.7); a shared feature is Gibbs-sampled
+    from its prior odds (eq. 3.6) and the log densities ``current`` (as it is) and
+    ``proposed`` (flipped)."""
+    if others == 0:
+        return True
+    log_odds = log_prior_odds(others, n_rows, beta)
+    log_odds += proposed - current if zk == 0 else current - proposed
+    return draw_binary(log_odds, rng) != zk
+
+
+@njit(cache=True, fastmath=FAST_MATH)
 def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
                 sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, max_features,
                 rng):
@@ -199,10 +225,8 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
     # Phase 0 Gibbs-samples the features other rows share; phase 1 then drops the row's
     # singletons, which the new-feature draw below replaces as one block (eq. 3.7).
     for step in range(2 * K):
-        k = step % K
-        zk = Z[r, k]
-        others = counts[k] - zk
-        if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
+        k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
+        if not turn:
             continue
         delta = 1.0 - 2.0 * zk
         uk = u[k]
@@ -226,13 +250,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
         ee_new = ee - 2.0 * delta * em + mm
         c_new = c + 2.0 * delta * t[k] + s_kk
         proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
-        if others == 0:
-            accept = True
-        else:
-            log_odds = log_prior_odds(others, N, beta)
-            log_odds += proposed - current if zk == 0 else current - proposed
-            accept = draw_binary(log_odds, rng) != zk
-        if accept:
+        if _accept_flip(others, N, beta, zk, current, proposed, rng):
             eg = 0.0
             for d in range(D):
                 e[d] -= delta * (mean[k, d] + uk * g[d])
@@ -315,21 +333,13 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
         r = rows[i]
         # Shared features first, then the row's singletons dropped (see _sample_row).
         for step in range(2 * K):
-            k = step % K
-            zk = Z[r, k]
-            others = counts[k] - zk
-            if (others == 0) != (step >= K) or (others == 0 and zk == 0) or sampled[k] == 0:
+            k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
+            if not turn:
                 continue
             delta = 1.0 - 2.0 * zk
             _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep)
             proposed = window_log_density(Cp, Ep, w)
-            if others == 0:
-                accept = True
-            else:
-                log_odds = log_prior_odds(others, N, beta)
-                log_odds += proposed - current if zk == 0 else current - proposed
-                accept = draw_binary(log_odds, rng) != zk
-            if accept:
+            if _accept_flip(others, N, beta, zk, current, proposed, rng):
                 for a in range(w):
                     for b in range(w):
                         C[a, b] = Cp[a, b]

@@ -11,20 +11,17 @@ conditionals in ``O(N (K^2 + K D))``.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
-from ._base import BaseIBPSolver, FeatureState, with_capacity
+from ._base import with_capacity
 from ._collapsed_kernels import _full_inverse, sweep_collapsed
-from .ibp_split_merge import apply_split_merge
+from ._row_gibbs import RowGibbsIBPSolver
 
 __all__ = ["CollapsedIBP"]
 
 
-class CollapsedIBP(BaseIBPSolver):
+class CollapsedIBP(RowGibbsIBPSolver):
     """Collapsed Gibbs sampler of Griffiths and Ghahramani (eqs. 3.6-3.7, A.2).
 
     Parameters
@@ -39,19 +36,8 @@ class CollapsedIBP(BaseIBPSolver):
 
     name = "collapsed"
 
-    _parameter_constraints: dict = {
-        "k_max": [Interval(Integral, 1, None, closed="left")],
-        "split_merge": [Interval(Integral, 0, None, closed="left")],
-    }
-
-    def __init__(self, k_max=4, split_merge=0):
-        self.k_max = k_max
-        self.split_merge = split_merge
-
-    def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
+    def _start(self, state, rng) -> None:
         self._refresh(state)
-        return state
 
     def _refresh(self, state) -> None:
         cap = state.Z.shape[1]
@@ -65,25 +51,20 @@ class CollapsedIBP(BaseIBPSolver):
             sq_norm=float(np.sum(state.X**2)),
         )
 
-    def sweep(self, state: FeatureState, rng) -> None:
+    def _grow(self, state) -> None:
+        state.Z = with_capacity(state.Z, state.n_features, 2 * state.Z.shape[1])
+        self._refresh(state)
+
+    def _rows(self, state, order, rng) -> int:
         st = state.stats
-        order = rng.permutation(state.X.shape[0]).astype(np.int64)
-        position = 0
-        while position < order.shape[0]:
-            if state.n_features + self.k_max > state.Z.shape[1]:
-                state.Z = with_capacity(state.Z, state.n_features, 2 * state.Z.shape[1])
-                self._refresh(state)
-            K, logdet, done = sweep_collapsed(
-                state.X, state.Z, st["counts"], st["gram"], st["cross"], st["Minv"],
-                st["logdet"], st["sq_norm"], state.n_features, order[position:],
-                state.alpha, state.beta, state.sigma_x, state.sigma_a, int(self.k_max), rng,
-            )
-            state.n_features = int(K)
-            st["logdet"] = float(logdet)
-            position += int(done)
-        self.compact(state, st["counts"][: state.n_features] > 0)
-        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self.k_max):
-            self._refresh(state)
+        K, logdet, done = sweep_collapsed(
+            state.X, state.Z, st["counts"], st["gram"], st["cross"], st["Minv"],
+            st["logdet"], st["sq_norm"], state.n_features, order,
+            state.alpha, state.beta, state.sigma_x, state.sigma_a, int(self.k_max), rng,
+        )
+        state.n_features = int(K)
+        st["logdet"] = float(logdet)
+        return int(done)
 
     def _compact_stats(self, state, idx) -> None:
         # Dropping empty features changes M^{-1} only by removing decoupled blocks, but

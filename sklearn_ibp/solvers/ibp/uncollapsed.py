@@ -9,20 +9,17 @@ with the likelihood ratio.
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
-from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
-from ._base import BaseIBPSolver, FeatureState, with_capacity
+from ._base import with_capacity
 from ._explicit_features_kernels import draw_gaussian_features, sweep_explicit_features
-from .ibp_split_merge import apply_split_merge
+from ._row_gibbs import RowGibbsIBPSolver
 
 __all__ = ["UncollapsedIBP"]
 
 
-class UncollapsedIBP(BaseIBPSolver):
+class UncollapsedIBP(RowGibbsIBPSolver):
     """Uncollapsed Gibbs sampler with Metropolis proposals for new features (sec. 3.1).
 
     Parameters
@@ -38,19 +35,8 @@ class UncollapsedIBP(BaseIBPSolver):
     name = "uncollapsed"
     _integrate_new = False
 
-    _parameter_constraints: dict = {
-        "k_max": [Interval(Integral, 1, None, closed="left")],
-        "split_merge": [Interval(Integral, 0, None, closed="left")],
-    }
-
-    def __init__(self, k_max=4, split_merge=0):
-        self.k_max = k_max
-        self.split_merge = split_merge
-
-    def initialize(self, X, Z, hyper, rng) -> FeatureState:
-        state = self._new_state(X, Z, hyper, 4 * self.k_max + 8)
+    def _start(self, state, rng) -> None:
         self._draw_features(state, rng)
-        return state
 
     def _draw_features(self, state, rng) -> None:
         """``A ~ p(A | Z, X)`` into spare-capacity storage, the residual ``X - Z A`` and
@@ -72,29 +58,28 @@ class UncollapsedIBP(BaseIBPSolver):
         A = state.stats["A"][:K]
         state.stats["resid"] = np.ascontiguousarray(state.X - state.active_Z @ A)
 
-    def sweep(self, state: FeatureState, rng) -> None:
+    def _grow(self, state) -> None:
         st = state.stats
-        order = rng.permutation(state.X.shape[0]).astype(np.int64)
-        position = 0
-        while position < order.shape[0]:
-            if state.n_features + self.k_max > state.Z.shape[1]:
-                cap = 2 * state.Z.shape[1]
-                state.Z = with_capacity(state.Z, state.n_features, cap)
-                for key in ("A", "counts"):
-                    old = st[key]
-                    st[key] = np.zeros((cap,) + old.shape[1:], dtype=old.dtype)
-                    st[key][: old.shape[0]] = old
-            K, done = sweep_explicit_features(
-                state.X, state.Z, st["counts"], st["A"], st["resid"], state.n_features,
-                order[position:], state.alpha, state.beta, state.sigma_x**2,
-                state.sigma_a**2, int(self.k_max), self._integrate_new, rng,
-            )
-            state.n_features = int(K)
-            position += int(done)
-        self.compact(state, st["counts"][: state.n_features] > 0)
+        cap = 2 * state.Z.shape[1]
+        state.Z = with_capacity(state.Z, state.n_features, cap)
+        for key in ("A", "counts"):
+            old = st[key]
+            st[key] = np.zeros((cap,) + old.shape[1:], dtype=old.dtype)
+            st[key][: old.shape[0]] = old
+
+    def _rows(self, state, order, rng) -> int:
+        st = state.stats
+        K, done = sweep_explicit_features(
+            state.X, state.Z, st["counts"], st["A"], st["resid"], state.n_features,
+            order, state.alpha, state.beta, state.sigma_x**2,
+            state.sigma_a**2, int(self.k_max), self._integrate_new, rng,
+        )
+        state.n_features = int(K)
+        return int(done)
+
+    def _after_rows(self, state, rng) -> None:
+        # A given the new Z, every sweep
         self._draw_features(state, rng)
-        if self.split_merge and apply_split_merge(state, self.split_merge, rng, self.k_max):
-            self._draw_features(state, rng)
 
     def _compact_stats(self, state, idx) -> None:
         st = state.stats

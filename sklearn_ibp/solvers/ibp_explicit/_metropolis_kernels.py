@@ -34,12 +34,12 @@ from ...likelihoods._observation_kernels import (
     row_log_likelihood_shifted,
 )
 from .._draw_kernels import FALSE, ONE, TRUE, draw_binary, random_order, truncated_poisson
-from .._feature_proposal_kernels import feature_proposal, log_prior_feature
+from .._feature_proposal_kernels import (
+    PROPOSE_DATA,
+    feature_proposal,
+    log_prior_feature,
+)
 from .._feature_slot_kernels import compact_features
-
-#: Proposals of the new unique features' values.
-PROPOSE_PRIOR = 0
-PROPOSE_DATA = 1
 
 
 @njit(cache=True)

@@ -34,7 +34,6 @@ from numba import njit
 from ...likelihoods._observation_kernels import (
     OBSERVE_GAUSSIAN,
     PRIOR_BERNOULLI,
-    PRIOR_GAUSSIAN,
     _entry_log_likelihood,
     draw_prior_feature,
     row_log_likelihood,
@@ -42,24 +41,15 @@ from ...likelihoods._observation_kernels import (
 )
 from .._draw_kernels import random_order
 from .._feature_proposal_kernels import (
-    draw_positive_normal as _draw_positive_normal,
-)
-from .._feature_proposal_kernels import (
+    PROPOSE_DATA,
+    binary_entry_proposal,
+    continuous_entry_proposal,
     log_prior_feature,
-)
-from .._feature_proposal_kernels import (
-    log_upper_tail as _log_upper_tail,
 )
 
 #: Resampling schemes.
 RESAMPLE_MULTINOMIAL = 0
 RESAMPLE_SYSTEMATIC = 1
-
-#: How a new feature's value is proposed.
-PROPOSE_PRIOR = 0
-PROPOSE_DATA = 1
-
-_LOG_SQRT_2PI = 0.5 * math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
@@ -239,37 +229,15 @@ def new_feature_proposal(draw, x, observed, base, obs_kind, noise, prior_kind, p
             if observed[d]:
                 log_odds += (_entry_log_likelihood(obs_kind, x[d], base[d] + 1.0, noise, d)
                              - _entry_log_likelihood(obs_kind, x[d], base[d], noise, d))
-            if draw:
-                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
-                out[d] = 1.0 if rng.random() < p_one else 0.0
-            if out[d] > 0.5:
-                log_q += -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
-            else:
-                log_q += -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
+            log_q += binary_entry_proposal(draw, log_odds, out, d, rng)
             continue
         precision = 0.0
         shift = 0.0
         if observed[d]:
             precision = 1.0 / noise[0, d]
             shift = (x[d] - base[d]) / noise[0, d]
-        if prior_kind == PRIOR_GAUSSIAN:
-            precision += 1.0 / (prior[0] * prior[0])
-            sd = 1.0 / math.sqrt(precision)
-            mean = shift / precision
-            if draw:
-                out[d] = mean + sd * rng.standard_normal()
-            log_q += -0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-        elif precision == 0.0:
-            if draw:
-                out[d] = rng.exponential(1.0 / prior[0])
-            log_q += math.log(prior[0]) - prior[0] * out[d]
-        else:
-            sd = 1.0 / math.sqrt(precision)
-            mean = (shift - prior[0]) / precision
-            if draw:
-                out[d] = _draw_positive_normal(mean, sd, rng)
-            log_q += (-0.5 * ((out[d] - mean) / sd) ** 2 - math.log(sd) - _LOG_SQRT_2PI
-                      - _log_upper_tail(-mean / sd))
+        log_q += continuous_entry_proposal(draw, prior_kind, prior, precision, shift, out, d,
+                                           rng)
     return log_prior_feature(prior_kind, prior, out) - log_q
 
 

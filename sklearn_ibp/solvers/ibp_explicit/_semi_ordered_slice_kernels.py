@@ -32,7 +32,7 @@ from ...likelihoods._real_weighted_kernels import (
     integrated_weight_terms,
     new_feature_log_ratio,
 )
-from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order
+from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, random_order, stick_log_odds
 from .._feature_slot_kernels import (
     compact_columns,
     compact_features,
@@ -64,6 +64,16 @@ def to_stick_breaking(Z, A, pred, counts, sticks, n_active, alpha, prior_kind, p
     Returns ``(n_features, level, done)``; when ``done`` is False, ``Z`` ran out of capacity
     and :func:`extend_sticks` is to be called again (with ``chain_start = n_active``).
     """
+    return _start_stick_breaking(Z, np.empty((0, 0)), A, pred, counts, sticks, n_active,
+                                 False, alpha, prior_kind, prior, rng)
+
+
+@njit(cache=True)
+def _start_stick_breaking(Z, W, A, pred, counts, sticks, n_active, weighted, alpha,
+                          prior_kind, prior, rng):
+    """The body of :func:`to_stick_breaking` (``weighted`` False, ``W`` unused, the
+    weights taken as 1: ``1.0 * a`` is ``a`` exactly) and of
+    :func:`to_stick_breaking_weighted` (``pred = W A``)."""
     N = Z.shape[0]
     D = A.shape[1]
     K = n_active
@@ -75,8 +85,9 @@ def to_stick_breaking(Z, A, pred, counts, sticks, n_active, alpha, prior_kind, p
         for n in range(N):
             if Z[n, k]:
                 m += 1
+                w = W[n, k] if weighted else 1.0
                 for d in range(D):
-                    pred[n, d] += A[k, d]
+                    pred[n, d] += w * A[k, d]
         counts[k] = m
     level = draw_active_sticks(counts, sticks, K, N, rng)
     total, done = extend_sticks(Z, A, counts, sticks, K, K, level, alpha, prior_kind, prior,
@@ -142,25 +153,8 @@ def unique_feature_rows(start, row_order, X, observed, Z, A, pred, counts, K, ob
 def to_stick_breaking_weighted(Z, W, A, pred, counts, sticks, n_active, alpha, prior_kind,
                                prior, rng):
     """:func:`to_stick_breaking` with the prediction ``pred = W A``."""
-    N = Z.shape[0]
-    D = A.shape[1]
-    K = n_active
-    for n in range(N):
-        for d in range(D):
-            pred[n, d] = 0.0
-    for k in range(K):
-        m = 0
-        for n in range(N):
-            if Z[n, k]:
-                m += 1
-                w = W[n, k]
-                for d in range(D):
-                    pred[n, d] += w * A[k, d]
-        counts[k] = m
-    level = draw_active_sticks(counts, sticks, K, N, rng)
-    total, done = extend_sticks(Z, A, counts, sticks, K, K, level, alpha, prior_kind, prior,
-                                rng)
-    return total, level, done
+    return _start_stick_breaking(Z, W, A, pred, counts, sticks, n_active, True, alpha,
+                                 prior_kind, prior, rng)
 
 
 @njit(cache=True)
@@ -188,10 +182,7 @@ def update_weighted_row_features(x, observed, z, w, A, pred, counts, sticks, n_f
             continue
         zk = z[k]
         others = counts[k] - zk
-        if mk >= 1.0:
-            log_prior_odds = np.inf
-        else:
-            log_prior_odds = math.log(mk) - math.log1p(-mk)
+        log_prior_odds = stick_log_odds(mk)
         wk = w[k]
         if others > 0:
             q, b = integrated_weight_terms(x, observed, pred, A[k], wk, noise)

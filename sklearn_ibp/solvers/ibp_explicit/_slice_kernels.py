@@ -36,7 +36,12 @@ from ...likelihoods._observation_kernels import (
     row_log_likelihood,
     row_log_likelihood_shifted,
 )
-from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary
+from .._draw_kernels import (
+    add_lowest_stick_log_ratio,
+    draw_binary,
+    draw_from_log_weights,
+    stick_log_odds,
+)
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _SQRT2 = math.sqrt(2.0)
@@ -151,23 +156,10 @@ def sample_log_stick(lo, hi, a, b, c, n_rows, rng):
             hs[n] = h
             ds[n] = d
             n += 1
-    weights = np.empty(_MAX_POINTS)
     for _ in range(100000):
         _hull_pieces(xs, hs, ds, n, lo, hi, zs, log_mass)
-        best = -np.inf
-        for j in range(n):
-            if log_mass[j] > best:
-                best = log_mass[j]
-        total = 0.0
-        for j in range(n):
-            weights[j] = math.exp(log_mass[j] - best)
-            total += weights[j]
-        u = rng.random() * total
-        j = 0
-        acc = weights[0]
-        while acc < u and j < n - 1:
-            j += 1
-            acc += weights[j]
+        # the piece, by its mass (log_mass is overwritten; the next round recomputes it)
+        j = draw_from_log_weights(log_mass[:n], rng)
         left = zs[j]
         right = zs[j + 1]
         d = ds[j]
@@ -355,10 +347,7 @@ def update_row_features(kind, x, observed, z, A, pred, counts, sticks, n_feature
         zk = z[k]
         others = counts[k] - zk
         sign = 1 - 2 * zk
-        if mk >= 1.0:
-            log_prior_odds = np.inf
-        else:
-            log_prior_odds = math.log(mk) - math.log1p(-mk)
+        log_prior_odds = stick_log_odds(mk)
         if others > 0:
             ll_flip = row_log_likelihood_shifted(kind, x, observed, pred, A[k],
                                                  float(sign), noise)

@@ -17,6 +17,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
+from .._feature_proposal_kernels import PROPOSALS as _PROPOSALS
 from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
@@ -28,8 +29,6 @@ from ._explicit_base import (
     start_counts_and_prediction,
 )
 from ._metropolis_kernels import (
-    PROPOSE_DATA,
-    PROPOSE_PRIOR,
     compact_features,
     metropolis_rows,
     refresh_prediction,
@@ -37,7 +36,6 @@ from ._metropolis_kernels import (
 
 __all__ = ["MetropolisIBP"]
 
-_PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
 
 class _RowwiseExplicitSolver(ExplicitFeatureSolver):

@@ -76,11 +76,10 @@ import numpy as np
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
+from .._feature_proposal_kernels import PROPOSALS as _PROPOSALS
 from ._explicit_base import ExplicitFeatureState, check_explicit_inputs, grow
 from ._metropolis_kernels import compact_features
 from ._particle_kernels import (
-    PROPOSE_DATA,
-    PROPOSE_PRIOR,
     RESAMPLE_MULTINOMIAL,
     RESAMPLE_SYSTEMATIC,
     particle_sweep,
@@ -90,7 +89,6 @@ from .metropolis import _RowwiseExplicitSolver
 __all__ = ["ParticleIBP", "particle_filter"]
 
 _SCHEMES = {"multinomial": RESAMPLE_MULTINOMIAL, "systematic": RESAMPLE_SYSTEMATIC}
-_PROPOSALS = {"prior": PROPOSE_PRIOR, "data": PROPOSE_DATA}
 
 
 def _writable(a: np.ndarray) -> np.ndarray:

@@ -56,6 +56,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._deprecation import class_aliases
 from ...likelihoods._real_weighted_kernels import draw_row_weights
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
+from .._feature_proposal_kernels import PROPOSALS as _UNIQUE_PROPOSALS
 from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
@@ -65,7 +66,7 @@ from ._explicit_base import (
     grow,
     new_explicit_state,
 )
-from ._metropolis_kernels import PROPOSE_DATA, PROPOSE_PRIOR, compact_features
+from ._metropolis_kernels import compact_features
 from ._semi_ordered_slice_kernels import (
     to_stick_breaking,
     to_stick_breaking_weighted,
@@ -74,15 +75,13 @@ from ._semi_ordered_slice_kernels import (
     update_weighted_rows_and_drop_empty,
 )
 from ._slice_kernels import extend_sticks
-from .slice import check_alpha, check_prior, initial_features
+from .slice import check_prior, check_slice_inputs, initial_features
 
 __all__ = ["SemiOrderedSliceIBP", "active_weights"]
 
 #: Likelihood names served beyond the explicit-feature ones: the real-weighted model.
 WEIGHTED_LIKELIHOODS = ("gaussian_weights",)
 
-#: Proposals of the unique-feature move's new values (``unique_moves``).
-_UNIQUE_PROPOSALS = {"data": PROPOSE_DATA, "prior": PROPOSE_PRIOR}
 #: Largest number of new unique features one proposal holds (exact at any value: the
 #: truncation of the Poisson cancels in the Metropolis-Hastings ratio).
 _UNIQUE_K_MAX = 6
@@ -195,17 +194,7 @@ class SemiOrderedSliceIBP(ExplicitFeatureSolver):
         before the weights. Other likelihoods ignore ``Y``."""
         self._validate_params()
         check_explicit_likelihood(self, likelihood)
-        alpha = check_alpha(alpha)
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
-        observed = np.ascontiguousarray(observed, dtype=np.uint8)
-        # Read-only inputs are copied: the kernels then see one array type (one cached
-        # compilation) and the state never aliases the caller's arrays.
-        if not X.flags.writeable:
-            X = X.copy()
-        if not observed.flags.writeable:
-            observed = observed.copy()
+        X, observed, alpha = check_slice_inputs(X, observed, alpha)
         likelihood.check_data(X, observed)
         weighted = _is_weighted(likelihood)
         if weighted and Y is not None:

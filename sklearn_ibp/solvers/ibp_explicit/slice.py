@@ -34,6 +34,7 @@ from ._explicit_base import (
     EXPLICIT_LIKELIHOODS,
     ExplicitFeatureSolver,
     ExplicitFeatureState,
+    check_explicit_inputs,
     check_explicit_likelihood,
     check_start_features,
     grow,
@@ -59,15 +60,18 @@ def stick_tail_rate(last_stick: float, n_samples: int) -> float:
         else float(np.sum(1.0 / i))
 
 
-def check_alpha(alpha) -> float:
-    """``alpha`` as a float, or ``ValueError`` unless it is positive and finite."""
-    try:
-        value = float(alpha)
-    except (TypeError, ValueError):
-        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}.") from None
-    if not (np.isfinite(value) and value > 0.0):
-        raise ValueError(f"alpha must be a positive finite number, got {alpha!r}.")
-    return value
+def check_slice_inputs(X, observed, alpha):
+    """The checks of the slice samplers' ``initialize`` (:func:`check_explicit_inputs`):
+    ``(X, observed, alpha)`` with ``alpha`` a float and ``X``, ``observed`` C-contiguous
+    float64 and uint8 arrays. Read-only inputs are copied: the kernels then see one array
+    type (one cached compilation) and the state never aliases the caller's arrays."""
+    X, observed, _ = check_explicit_inputs(X, observed, alpha)
+    observed = np.ascontiguousarray(observed, dtype=np.uint8)
+    if not X.flags.writeable:
+        X = X.copy()
+    if not observed.flags.writeable:
+        observed = observed.copy()
+    return X, observed, float(alpha)
 
 
 def check_prior(prior) -> tuple[float, float]:
@@ -201,11 +205,7 @@ class SliceIBP(ExplicitFeatureSolver):
         """
         self._validate_params()
         check_explicit_likelihood(self, likelihood)
-        alpha = check_alpha(alpha)
-        X = np.ascontiguousarray(X, dtype=np.float64)
-        if X.ndim != 2:
-            raise ValueError(f"X must be a 2-d array, got shape {X.shape}.")
-        observed = np.ascontiguousarray(observed, dtype=np.uint8)
+        X, observed, alpha = check_slice_inputs(X, observed, alpha)
         likelihood.check_data(X, observed)
         Z, A = initial_features(X, observed, Z, A, params, likelihood, rng)
         sticks, Zs, As, total = to_stick_breaking(Z, A, alpha, likelihood, params, rng)
