@@ -55,6 +55,12 @@ from .._feature_proposal_kernels import feature_proposal, log_prior_feature
 LINK_OR = 0
 LINK_NOISY_OR = 1
 
+#: Typed constants for calls between kernels: a literal 1 or a module-level int would
+#: compile the callee once more for that value (numba types them as literals).
+_ONE = np.int64(1)
+_ONE_CHILD = np.int8(1)
+_NOISY_OR = np.int64(LINK_NOISY_OR)
+
 UPPER_DP = 0
 UPPER_IBP = 1
 
@@ -197,9 +203,8 @@ def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, 
         else:
             z_new = z_old
             if link == LINK_NOISY_OR:
-                log_ratio += child_log_prior(z_old, s_new, log_q, link) - child_log_prior(
-                    z_old, s_old, log_q, link
-                )
+                log_ratio += child_log_prior(z_old, np.int64(s_new), log_q, link) - \
+                    child_log_prior(z_old, np.int64(s_old), log_q, link)
         ks[n_changes] = k
         deltas[n_changes] = z_new - z_old
         n_changes += 1
@@ -275,7 +280,7 @@ def dp_rows(
             else:
                 for k in range(K_slots):
                     if M[cat, k] == 1:
-                        z_opts[cat, k] = draw_child(1, log_q, link, rng)
+                        z_opts[cat, k] = draw_child(_ONE, log_q, link, rng)
             log_w[cat] = math.log(sizes[cat])
         # Auxiliary categories.
         log_aux = math.log(alpha_c / n_auxiliary)
@@ -295,7 +300,7 @@ def dp_rows(
                         one_pred[0, d] += A[k, d]
             # As for the fresh options below: p / q of the (truncated) Poisson count.
             log_w[L_slots] = log_aux + _log_poisson_cdf(alpha_m / (L_minus + 1.0), max_new)
-            n_own = 0
+            n_own = np.int64(0)
             for k in range(K_slots):
                 if M[l0, k] == 1 and links[k] == 1:
                     own[n_own] = k
@@ -311,7 +316,7 @@ def dp_rows(
                 others = links[k] - (M[l0, k] if singleton else 0)
                 if others > 0 and rng.random() * (L_minus + 1.0) < others:
                     aux_links[j, k] = 1
-                    z_opts[o, k] = draw_child(1, log_q, link, rng)
+                    z_opts[o, k] = draw_child(_ONE, log_q, link, rng)
             rate = alpha_m / (L_minus + 1.0)
             n_new = truncated_poisson(rate, max_new, rng)
             aux_new[j] = n_new
@@ -325,7 +330,7 @@ def dp_rows(
                         one_pred[0, d] += A[k, d]
             for t in range(n_new):
                 slot = K_slots + j * max_new + t
-                z_opts[o, slot] = draw_child(1, log_q, link, rng)
+                z_opts[o, slot] = draw_child(_ONE, log_q, link, rng)
                 one_child[0] = z_opts[o, slot]
                 log_w[o] += _propose_feature(
                     TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
@@ -468,7 +473,7 @@ def ibp_rows(
                 sizes[cat] += sign
                 log_lik = new_lik
         # Own categories: the current ones and the features only they link.
-        n_own = 0
+        n_own = np.int64(0)
         for k in range(K_slots):
             shift[k] = 0
         for cat in range(L_slots):
@@ -487,7 +492,7 @@ def ibp_rows(
         log_truncation = 0.0
         feasible = True
         if n_own > 0:
-            n_found = 0
+            n_found = np.int64(0)
             for cat in range(L_slots):
                 if C[n, cat] == 1 and sizes[cat] == 1:
                     own_categories[n_found] = cat
@@ -497,7 +502,7 @@ def ibp_rows(
                 seen[k] = 0
             for j in range(n_own):
                 cat = own_categories[cat_order[j]]
-                n_introduced = 0
+                n_introduced = np.int64(0)
                 for k in range(K_slots):
                     if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
                         seen[k] = 1
@@ -514,7 +519,7 @@ def ibp_rows(
         link_count = np.empty(K_slots + n_cat * max_new, dtype=np.int64)
         for k in range(K_slots):
             link_count[k] = links[k] + shift[k]  # links from the other categories
-        n_feat = 0
+        n_feat = np.int64(0)
         for j in range(n_cat):
             customers = L_minus + j + 1.0
             for k in range(K_slots + n_feat):
@@ -539,7 +544,7 @@ def ibp_rows(
                 proposal_shift[k] += prop_links[j, k]
         # (Slots from K_slots on hold no parent and no child until a proposal is accepted.)
         n_changes, log_ratio = _change_parents(
-            n, proposal_shift, 1, S, Z, width, log_q, link, ks, deltas, rng
+            n, proposal_shift, _ONE, S, Z, width, log_q, link, ks, deltas, rng
         )
         if n_own == 0 and n_cat == 0:
             continue
@@ -548,7 +553,7 @@ def ibp_rows(
         # given the row's current features that other categories link.
         for d in range(D):
             one_pred[0, d] = pred[n, d]
-        n_excl = 0
+        n_excl = np.int64(0)
         for k in range(K_slots):
             if link_count[k] == 0 and shift[k] < 0:
                 own[n_excl] = k
@@ -646,7 +651,7 @@ def _own_features_move(
     N, D = X.shape
     K_slots = counts[K_SLOTS]
     n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
-    n_own = 0
+    n_own = np.int64(0)
     for k in range(K_slots):
         if M[cat, k] == 1 and links[k] == 1:
             own[n_own] = k
@@ -656,7 +661,7 @@ def _own_features_move(
     if n_own > max_new:
         return False  # its reverse, a draw of n_own > max_new features, is impossible
     log_accept = 0.0
-    sign = 0
+    sign = np.int64(0)
     if k_flip >= 0:
         for kk in range(K_slots):
             shift[kk] = 0
@@ -706,7 +711,7 @@ def _own_features_move(
     for t in range(n_new):
         k = K_slots + t
         for i in range(n_members):
-            children[i] = draw_child(1, log_q, link, rng)
+            children[i] = draw_child(_ONE, log_q, link, rng)
             new_children[i, t] = children[i]
         log_accept += _propose_feature(
             TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
@@ -799,7 +804,7 @@ def link_pass(
             return pos
         if sizes[cat] == 0:
             continue
-        n_members = 0
+        n_members = np.int64(0)
         for n in range(N):
             if C[n, cat] == 1:
                 members[n_members] = n
@@ -882,7 +887,7 @@ def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     """``P(z_nk = 1 | s_nk = s, x_n)`` under the noisy-or link (eq. 7.9): the child's prior
     given its ``s`` active parents times the row's likelihood with ``z_nk`` on and off
     (``lik_cur`` at the current ``z_nk = z``, ``lik_flip`` with it flipped)."""
-    log_on = child_log_prior(1, s, log_q, LINK_NOISY_OR)
+    log_on = child_log_prior(_ONE_CHILD, np.int64(s), log_q, _NOISY_OR)
     log_off = s * log_q
     if z == 1:
         log_on += lik_cur
@@ -1036,8 +1041,8 @@ def new_row_feature_probabilities(
                             zs[k] = z[k]
                             if link == LINK_NOISY_OR:
                                 log_accept += child_log_prior(
-                                    z[k], s_new, log_q, link
-                                ) - child_log_prior(z[k], s[k], log_q, link)
+                                    z[k], np.int64(s_new), log_q, link
+                                ) - child_log_prior(z[k], np.int64(s[k]), log_q, link)
                         if zs[k] != z[k]:
                             for d in range(D):
                                 flip[d] += (zs[k] - z[k]) * A[k, d]

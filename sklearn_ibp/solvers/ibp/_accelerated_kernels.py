@@ -373,30 +373,38 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
     return K
 
 
-@njit(cache=True, fastmath=FAST_MATH, nogil=True)
-def sweep_accelerated(
-    X,
-    Z,
-    counts,
-    gram,
-    cross,
-    cov,
-    mean,
-    n_features,
-    order,
-    window,
-    alpha,
-    beta,
-    sigma_x2,
-    sigma_a2,
-    k_max,
-    refresh_every,
-    windows_done,
-    rng,
-    n_total,
-    sampled,
-    max_features,
-):
+@njit(cache=True, fastmath=FAST_MATH)
+def _sweep_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2, sigma_a2, k_max,
+               log_poisson, u, t, g, e, z_old, log_new, sampled, max_features, rng):
+    """Row ``r`` as a window of one: Gibbs-sample it (:func:`_sample_row`) and swap its
+    old assignment for the new one in the posterior; returns the number of features."""
+    K_old = K
+    for k in range(K):
+        z_old[k] = Z[r, k]
+    K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2,
+                             sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled,
+                             max_features, rng)
+    if changed:
+        remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
+        _update_stats(gram, cross, z_old, X[r], K_old, -1.0)
+        add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+        _update_stats(gram, cross, Z[r], X[r], K, 1.0)
+    return K
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x2, sigma_a2):
+    """Count a finished window; every ``refresh_every`` windows recompute the posterior
+    from ``Z^T Z`` and ``Z^T X`` so that rank-one drift cannot build up."""
+    windows_done += 1
+    if refresh_every > 0 and windows_done % refresh_every == 0:
+        refresh_posterior(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
+    return windows_done
+
+
+def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, window, alpha,
+                      beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng,
+                      n_total, sampled, max_features):
     """One iteration of Algorithm 1 over the rows in ``order``, in place.
 
     ``Z`` must have at least ``n_features + window * k_max`` columns. Returns the new
@@ -411,7 +419,53 @@ def sweep_accelerated(
     (feature sub-sampling, Doshi-Velez 2009, sec. 5.1); ``k_max = 0`` creates no features. No row
     opens a feature that would take the live features past ``max_features`` (an int64;
     a huge value for no bound). The GIL is released, so shards can sweep on threads.
+
+    A plain function that picks the kernel: windows of one row (the default) run
+    :func:`_sweep_rows`, which does not contain, and so does not compile, the joint
+    window sampler of :func:`_sweep_windows`.
     """
+    args = (X, Z, counts, gram, cross, cov, mean, n_features, order)
+    rest = (alpha, beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total,
+            sampled, max_features)
+    if window == 1:
+        return _sweep_rows(*args, *rest)
+    return _sweep_windows(*args, window, *rest)
+
+
+@njit(cache=True, fastmath=FAST_MATH, nogil=True)
+def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, beta,
+                sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total, sampled,
+                max_features):
+    """:func:`sweep_accelerated` with windows of one row."""
+    N = n_total
+    D = X.shape[1]
+    K = n_features
+    cap = Z.shape[1]
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
+    log_new = np.empty(k_max + 1)
+    u = np.empty(cap)
+    t = np.empty(cap)
+    g = np.empty(D)
+    e = np.empty(D)
+    z_old = np.empty(cap, dtype=np.int8)
+    n_rows = order.shape[0]
+    for start in range(n_rows):
+        K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, order[start], N, beta,
+                       sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old, log_new,
+                       sampled, max_features, rng)
+        windows_done = _window_done(gram, cross, cov, mean, K, windows_done, refresh_every,
+                                    sigma_x2, sigma_a2)
+        if K + k_max > cap and start + 1 < n_rows:
+            return K, windows_done, start + 1
+    return K, windows_done, n_rows
+
+
+@njit(cache=True, fastmath=FAST_MATH, nogil=True)
+def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, window, alpha,
+                   beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total,
+                   sampled, max_features):
+    """:func:`sweep_accelerated` with windows of ``window`` rows (the last may be
+    shorter; a window of one row is sampled as in :func:`_sweep_rows`)."""
     N = n_total
     D = X.shape[1]
     K = n_features
@@ -435,19 +489,9 @@ def sweep_accelerated(
         rows = order[start : start + w]
         start += w
         if w == 1:
-            r = rows[0]
-            K_old = K
-            for k in range(K):
-                z_old[k] = Z[r, k]
-            K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta,
-                                     sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e,
-                                     log_new, sampled, max_features, rng)
-            if changed:
-                # Swap the row's old assignment for its new one in the posterior.
-                remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
-                _update_stats(gram, cross, z_old, X[r], K_old, -1.0)
-                add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
-                _update_stats(gram, cross, Z[r], X[r], K, 1.0)
+            K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, rows[0], N, beta,
+                           sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old,
+                           log_new, sampled, max_features, rng)
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:
@@ -460,9 +504,8 @@ def sweep_accelerated(
             for r in rows:
                 add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
                 _update_stats(gram, cross, Z[r], X[r], K, 1.0)
-        windows_done += 1
-        if refresh_every > 0 and windows_done % refresh_every == 0:
-            refresh_posterior(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
+        windows_done = _window_done(gram, cross, cov, mean, K, windows_done, refresh_every,
+                                    sigma_x2, sigma_a2)
         if K + window * k_max > cap and start < n_rows:
             return K, windows_done, start
     return K, windows_done, n_rows
