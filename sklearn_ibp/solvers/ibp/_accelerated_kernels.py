@@ -402,6 +402,19 @@ def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x
     return windows_done
 
 
+@njit(cache=True, fastmath=FAST_MATH)
+def _row_scratch(cap, D, alpha, beta, N, k_max):
+    """The prior table of new features and the work arrays of :func:`_sweep_row`."""
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
+    log_new = np.empty(k_max + 1)
+    u = np.empty(cap)
+    t = np.empty(cap)
+    g = np.empty(D)
+    e = np.empty(D)
+    z_old = np.empty(cap, dtype=np.int8)
+    return log_poisson, log_new, u, t, g, e, z_old
+
+
 def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, window, alpha,
                       beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng,
                       n_total, sampled, max_features):
@@ -441,13 +454,7 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
-    log_new = np.empty(k_max + 1)
-    u = np.empty(cap)
-    t = np.empty(cap)
-    g = np.empty(D)
-    e = np.empty(D)
-    z_old = np.empty(cap, dtype=np.int8)
+    log_poisson, log_new, u, t, g, e, z_old = _row_scratch(cap, D, alpha, beta, N, k_max)
     n_rows = order.shape[0]
     for start in range(n_rows):
         K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, order[start], N, beta,
@@ -470,13 +477,7 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
-    log_new = np.empty(k_max + 1)
-    u = np.empty(cap)
-    t = np.empty(cap)
-    g = np.empty(D)
-    e = np.empty(D)
-    z_old = np.empty(cap, dtype=np.int8)
+    log_poisson, log_new, u, t, g, e, z_old = _row_scratch(cap, D, alpha, beta, N, k_max)
     T = np.empty((cap, window))
     C = np.empty((window, window))
     E = np.empty((window, D))

@@ -214,6 +214,14 @@ class ExplicitFeatureSolver(Solver):
     def sweep(self, state: ExplicitFeatureState, likelihood, rng) -> None:  # pragma: no cover
         raise NotImplementedError
 
+    def _check_initialize(self, likelihood, X, observed, alpha, Z=None):
+        """The checks every ``initialize`` starts with: the solver's parameters, the
+        likelihood (:func:`check_explicit_likelihood`) and the inputs
+        (:func:`check_explicit_inputs`); returns the checked ``(X, observed, Z)``."""
+        self._validate_params()
+        check_explicit_likelihood(self, likelihood)
+        return check_explicit_inputs(X, observed, alpha, Z)
+
     def sample_alpha(self, state: ExplicitFeatureState, rng, prior=(1.0, 1.0)) -> None:
         """``alpha | Z ~ Gamma(shape + K, rate + H_N)`` (Doshi-Velez 2009, sec. 5.1): valid for
         solvers whose state holds ``Z`` and ``A`` only. Solvers that carry sticks

@@ -42,7 +42,6 @@ from ...priors.ibp import harmonic_rate
 from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
-    check_explicit_inputs,
     check_explicit_likelihood,
     check_start_features,
     new_explicit_state,
@@ -159,9 +158,7 @@ class MapClimbIBP(ExplicitFeatureSolver):
         -------
         state : ExplicitFeatureState
         """
-        self._validate_params()
-        check_explicit_likelihood(self, likelihood)
-        X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
+        X, observed, Z = self._check_initialize(likelihood, X, observed, alpha, Z)
         N, D = X.shape
         likelihood.check_data(X, observed)
         K = Z.shape[1]

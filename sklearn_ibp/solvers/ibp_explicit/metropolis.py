@@ -21,8 +21,6 @@ from .._feature_proposal_kernels import PROPOSALS as _PROPOSALS
 from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
-    check_explicit_inputs,
-    check_explicit_likelihood,
     check_start_features,
     grow,
     new_explicit_state,
@@ -81,9 +79,7 @@ class _RowwiseExplicitSolver(ExplicitFeatureSolver):
         -------
         state : ExplicitFeatureState
         """
-        self._validate_params()
-        check_explicit_likelihood(self, likelihood)
-        X, observed, Z = check_explicit_inputs(X, observed, alpha, Z)
+        X, observed, Z = self._check_initialize(likelihood, X, observed, alpha, Z)
         N, D = X.shape
         K = Z.shape[1]
         if A is None:
