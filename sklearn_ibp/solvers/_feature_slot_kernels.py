@@ -12,7 +12,23 @@ move values, so every caller keeps its draws bit for bit.
 import numpy as np
 from numba import njit
 
-__all__ = ["compact_columns", "compact_features", "compact_values", "sort_by_sticks"]
+__all__ = ["compact_columns", "compact_features", "compact_values", "decreasing_order",
+           "sort_by_sticks"]
+
+
+@njit(cache=True)
+def decreasing_order(sticks, K):
+    """The indices of ``sticks[:K]`` by decreasing value (ties in index order): an
+    insertion sort, as the features are few and it spares compiling NumPy's sort."""
+    order = np.empty(K, dtype=np.int64)
+    for k in range(K):
+        value = sticks[k]
+        j = k - 1
+        while j >= 0 and sticks[order[j]] < value:
+            order[j + 1] = order[j]
+            j -= 1
+        order[j + 1] = k
+    return order
 
 
 @njit(cache=True)
@@ -21,15 +37,19 @@ def sort_by_sticks(Z, A, counts, sticks, n_features):
     representation of Algorithm 16), so the row updates visit them in an order that
     depends on the sticks only, never on ``Z``."""
     K = n_features
-    order = np.argsort(-sticks[:K])
+    order = decreasing_order(sticks, K)
     Z_old = Z[:, :K].copy()
     A_old = A[:K].copy()
     counts_old = counts[:K].copy()
     sticks_old = sticks[:K].copy()
+    # Element loops, not slice assignments: these compile without numba's broadcasting
+    # checks and their error messages (a second or two of every first fit).
     for j in range(K):
         k = order[j]
-        Z[:, j] = Z_old[:, k]
-        A[j] = A_old[k]
+        for n in range(Z.shape[0]):
+            Z[n, j] = Z_old[n, k]
+        for d in range(A.shape[1]):
+            A[j, d] = A_old[k, d]
         counts[j] = counts_old[k]
         sticks[j] = sticks_old[k]
 

@@ -371,7 +371,15 @@ def ibp_log_prob_packed(Z, n_features, alpha, harmonic):
         keys[k] = key
         # log B(m, N - m + 1) = lgamma(m) + lgamma(N - m + 1) - lgamma(N + 1)
         log_p += math.lgamma(m) + math.lgamma(N - m + 1.0) - lgamma_n1
-    keys.sort()
+    # Insertion sort: K is small, and it spares compiling NumPy's integer sort for this
+    # one call (the runs, and so the result, do not depend on how the keys are sorted).
+    for k in range(1, K):
+        key = keys[k]
+        j = k - 1
+        while j >= 0 and keys[j] > key:
+            keys[j + 1] = keys[j]
+            j -= 1
+        keys[j + 1] = key
     run = 1
     for k in range(1, K + 1):
         if k < K and keys[k] == keys[k - 1]:

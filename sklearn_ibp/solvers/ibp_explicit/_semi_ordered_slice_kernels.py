@@ -37,6 +37,7 @@ from .._feature_slot_kernels import (
     compact_columns,
     compact_features,
     compact_values,
+    decreasing_order,
     sort_by_sticks,
 )
 from ._metropolis_kernels import unique_features_move, unique_move_buffers
@@ -233,7 +234,7 @@ def update_weighted_rows_and_drop_empty(X, observed, Z, W, A, pred, counts, stic
     active features."""
     N = X.shape[0]
     K_all = n_features
-    order = np.argsort(-sticks[:K_all])
+    order = decreasing_order(sticks, K_all)
     W_old = W[:, :K_all].copy()
     for j in range(K_all):
         for n in range(N):
