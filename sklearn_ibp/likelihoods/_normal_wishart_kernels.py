@@ -456,7 +456,9 @@ def bartlett_factor(dof, rng, A):
     for d in range(D):
         for e in range(D):
             A[d, e] = 0.0
-        A[d, d] = math.sqrt(rng.chisquare(dof - d))
+        # chi^2(k) = 2 Gamma(k / 2), the very draw NumPy's chisquare makes (the same
+        # numbers), without compiling numba's chisquare on top of standard_gamma.
+        A[d, d] = math.sqrt(2.0 * rng.standard_gamma((dof - d) / 2.0))
     for d in range(1, D):
         for e in range(d):
             A[d, e] = rng.standard_normal()
