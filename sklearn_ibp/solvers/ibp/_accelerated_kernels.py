@@ -95,7 +95,7 @@ def refresh_posterior(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
             mean[i, d] = s / sigma_x2
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _update_stats(gram, cross, z_row, x_row, n_features, sign):
     for k in range(n_features):
         if z_row[k] != 0:
@@ -392,7 +392,7 @@ def _sweep_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2, si
     return K
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x2, sigma_a2):
     """Count a finished window; every ``refresh_every`` windows recompute the posterior
     from ``Z^T Z`` and ``Z^T X`` so that rank-one drift cannot build up."""
@@ -402,7 +402,7 @@ def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x
     return windows_done
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _row_scratch(cap, D, alpha, beta, N, k_max):
     """The prior table of new features and the work arrays of :func:`_sweep_row`."""
     log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
