@@ -548,6 +548,19 @@ class BaseIBPSampler(BaseEstimator):
             return state
         return {"_packed_state": _pack_state(state)}
 
+    def __copy__(self):
+        # A plain shallow copy: copy.copy would otherwise go through __getstate__ and
+        # compress the whole fitted state only to unpack it again.
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        return new
+
+    def __deepcopy__(self, memo):
+        new = object.__new__(type(self))
+        memo[id(self)] = new
+        new.__dict__.update(copy.deepcopy(self.__dict__, memo))
+        return new
+
     def __setstate__(self, state):
         if "_packed_state" in state:
             state = pickle.loads(lzma.decompress(state["_packed_state"]))

@@ -397,3 +397,19 @@ def test_a_loaded_estimator_continues_its_chains_exactly():
     loaded.fit(X)
     np.testing.assert_array_equal(model.traces_["log_joint"], loaded.traces_["log_joint"])
     np.testing.assert_array_equal(model.Z_, loaded.Z_)
+
+
+def test_copies_of_a_fitted_estimator_skip_the_compact_pickle(monkeypatch):
+    import copy
+
+    import sklearn_ibp.base as base
+
+    X, model = _block_fit()
+    calls = []
+    monkeypatch.setattr(base, "_pack_state", lambda state: calls.append(1) or b"")
+    shallow = copy.copy(model)
+    deep = copy.deepcopy(model)
+    assert calls == []
+    assert shallow.samples_ is model.samples_
+    assert deep.samples_ is not model.samples_
+    np.testing.assert_array_equal(deep.transform(X), model.transform(X))
