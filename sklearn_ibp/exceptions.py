@@ -8,6 +8,7 @@ import joblib
 import sklearn
 
 __all__ = [
+    "AllocationTooLargeError",
     "NoFeaturesWarning",
     "SamplingInterruptedWarning",
     "SamplingStoppedError",
@@ -69,3 +70,13 @@ class SamplingStoppedError(RuntimeError):
 
 class WorkersLostError(SamplingStoppedError):
     """No Dask worker is left to run a shard (or a shard was lost too many times)."""
+
+
+class AllocationTooLargeError(ValueError, MemoryError):
+    """Raised before an allocation larger than the package's memory limit.
+
+    The message names the array, its size, the limit and the argument to change. It is a
+    ``ValueError`` (the input or a parameter asks for too much) and a ``MemoryError``
+    (code that catches running out of memory still catches it). See
+    ``sklearn_ibp._memory`` for the limit and the ``SKLEARN_IBP_MAX_MEMORY`` variable.
+    """

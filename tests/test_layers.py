@@ -25,7 +25,7 @@ import pathlib
 import sklearn_ibp
 
 #: Modules below every layer: they import nothing of the package above them.
-UTILITIES = {"_numba", "_slice", "_deprecation", "exceptions", "diagnostics"}
+UTILITIES = {"_numba", "_slice", "_deprecation", "_memory", "exceptions", "diagnostics"}
 #: The entry points above the estimators.
 TOP = {"__init__", "demo", "datasets"}
 RANKS = {"utility": 0, "kernel": 0, "prior": 1, "likelihood": 1, "solver": 2,
