@@ -10,6 +10,7 @@ from sklearn.base import ClassifierMixin, _fit_context
 from sklearn.utils._param_validation import Interval
 from sklearn.utils.validation import check_is_fitted, validate_data
 
+from .._memory import check_allocation
 from ..base import BaseIBPSampler, document_loop_parameters
 from ..likelihoods.choice import (
     check_outcomes,
@@ -17,7 +18,7 @@ from ..likelihoods.choice import (
     pairs_from_win_counts,
     win_counts_from_pairs,
 )
-from ..priors.ibp import sample_ibp
+from ..priors.ibp import harmonic_rate, sample_ibp
 from ..solvers import EBA_SOLVERS as _EBA_SOLVERS
 from ..solvers import SolverNameOptions, SolverOf
 
@@ -27,6 +28,17 @@ __all__ = ["InfiniteEBA"]
 #: Kept for compatibility: the registry's "eba" entries (``solvers.EBA_SOLVERS``).
 EBA_SOLVERS = _EBA_SOLVERS
 
+
+#: Most aspects the IBP prior may expect a priori (``alpha * H_N`` for ``N``
+#: alternatives). A sweep costs about ``N K^2`` operations in ``K`` aspects (the slice
+#: sampler's lowest-stick term of each singleton aspect): at ``K = 2000`` and ``N = 4``
+#: about 0.05 s, at ``K = 20,000`` (``alpha=1e4``) 25 s, so that ``alpha=1e4`` ran for
+#: hours. No data set of pairwise choices calls for thousands of aspects a priori.
+MAX_PRIOR_ASPECTS = 2000
+
+#: Bytes per entry of the arrays of size ``n_alternatives ** 2`` (the win counts and the
+#: sampler's advantages, float64 each).
+_BYTES_PER_PAIR = 16
 
 #: The docstring entry of ``sample_alpha`` (the loop parameters' entries are shared,
 #: see :func:`sklearn_ibp.base.loop_parameters_doc`).
@@ -126,7 +138,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
         Kept samples: ``Z``, ``weights``, ``unique_weights``, ``probabilities`` (the
         choice probabilities), ``alpha``, ``log_joint``, ``chain``.
     traces_ : dict of ndarray of shape (n_chains, n_iter)
-        Per sweep: ``log_joint``, ``log_likelihood``, ``n_features``, ``alpha``,
+        Per sweep: ``log_joint``, ``n_features``, ``log_likelihood``, ``alpha``,
         ``acceptance`` (of the weight proposals) and ``eta`` (their concentration).
     log_likelihood_trace_, n_features_trace_, alpha_trace_ : ndarray of shape (n_chains, n_iter)
         The same traces, as attributes.
@@ -275,7 +287,7 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
             The fitted estimator, exactly as ``fit(*pairs_from_win_counts(W))`` with
             ``n_alternatives = len(W)``.
         """
-        X, y = pairs_from_win_counts(W)
+        X, y = pairs_from_win_counts(W)  # checks the memory of the pairs first
         return self._fit(X, y, np.shape(W)[0])
 
     def _fit(self, X, y, n_from_counts):
@@ -298,6 +310,22 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
             N = n_from_counts
         else:
             N = max(int(pairs.max()) + 1, 2)
+        check_allocation(
+            _BYTES_PER_PAIR * float(N) ** 2,
+            what=f"the win counts of {N} alternatives ({N} x {N})",
+            advice="number the alternatives that appear 0, 1, 2, ... (X's indices are "
+                   "rows of an n_alternatives x n_alternatives matrix; the largest "
+                   f"index, {N - 1}, sets its size)" if self.n_alternatives is None
+            else f"lower n_alternatives ({N})",
+        )
+        expected = self.alpha * harmonic_rate(N)
+        if expected > MAX_PRIOR_ASPECTS:
+            raise ValueError(
+                f"alpha={self.alpha!r} gives {N} alternatives about {expected:.0f} aspects "
+                f"a priori (alpha * H_N), more than the {MAX_PRIOR_ASPECTS} the sampler "
+                f"supports in reasonable time: use alpha <= "
+                f"{MAX_PRIOR_ASPECTS / harmonic_rate(N):.4g} for {N} alternatives."
+            )
         wins = win_counts_from_pairs(pairs, y, N)
         if continuing and N != self.n_alternatives_:
             raise ValueError(

@@ -25,6 +25,8 @@ from scipy.optimize import minimize
 from sklearn.utils import assert_all_finite, column_or_1d
 from sklearn.utils.multiclass import type_of_target
 
+from .._memory import check_allocation
+
 __all__ = [
     "bradley_terry_probabilities",
     "check_outcomes",
@@ -356,11 +358,16 @@ def pairs_from_win_counts(W):
     if np.any(W != np.round(W)):
         raise ValueError("W must hold integer counts.")
     N = W.shape[0]
-    rows, outcomes = [], []
-    for i in range(N):
-        for j in range(i + 1, N):
-            n_ij, n_ji = int(W[i, j]), int(W[j, i])
-            rows.extend([(i, j)] * (n_ij + n_ji))
-            outcomes.extend([1] * n_ij + [0] * n_ji)
-    X = np.array(rows, dtype=np.int64).reshape(-1, 2)
-    return X, np.array(outcomes, dtype=np.int64)
+    first, second = np.triu_indices(N, 1)  # the pairs i < j, row by row
+    wins_first = W[first, second].astype(np.int64)
+    wins_second = W[second, first].astype(np.int64)
+    # Arrays throughout (a Python list of 10**9 tuples dies with a bare MemoryError).
+    check_allocation(24.0 * float(np.sum(W)), what=f"the {np.sum(W):.0f} comparisons "
+                     "that W counts", advice="pass W with fewer comparisons (W holds "
+                     "counts of individual choices)")
+    X = np.repeat(np.column_stack([first, second]).astype(np.int64),
+                  wins_first + wins_second, axis=0)
+    # Per pair: its wins of i (outcome 1), then its wins of j (outcome 0).
+    runs = np.column_stack([wins_first, wins_second]).reshape(-1)
+    y = np.repeat(np.tile(np.array([1, 0], dtype=np.int64), first.size), runs)
+    return X.reshape(-1, 2), y

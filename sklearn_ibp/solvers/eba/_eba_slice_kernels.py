@@ -251,15 +251,37 @@ def shift_unique_advantages(i, delta, adv):
             adv[i, j] += delta
 
 
+#: The smallest weight the chain represents (the smallest normal float64). A weight
+#: prior ``Gamma(a, 1)`` with a small shape puts real mass below it (a ``Gamma(0.001, 1)``
+#: draw underflows to exactly 0 about half the time), but a weight of 0 is outside the
+#: support and a subnormal one has lost its precision: the chain lives on
+#: ``[WEIGHT_FLOOR, inf)``, proposals below it are rejected and new weights are raised to
+#: it (as the starting ones are). Below it a weight is negligible against every other
+#: term of an advantage, so the likelihood cannot tell the difference.
+WEIGHT_FLOOR = float(np.finfo(np.float64).tiny)
+
+
 @njit(cache=True)
 def propose_weight(current, eta, rng):
     """``w' ~ Gamma(eta, rate eta / w)`` (eq. 4.70: mean ``w``, sd ``w / sqrt(eta)``) and
-    ``log Q(w | w') - log Q(w' | w)``."""
+    ``log Q(w | w') - log Q(w' | w)``.
+
+    A proposal below :data:`WEIGHT_FLOOR` (an underflow) is outside the chain's support:
+    it comes back as the current weight with ``log_q = -inf``, so that the caller's
+    acceptance probability is 0 and the move is rejected (a Metropolis-Hastings move that
+    cannot move stays put; retrying until it moves would never end once the current
+    weight is so small that every draw underflows).
+    """
     proposal = rng.gamma(eta, current / eta)
-    while proposal <= 0.0:  # an underflow to 0 is outside the support
-        proposal = rng.gamma(eta, current / eta)
+    if not proposal >= WEIGHT_FLOOR:
+        return current, -np.inf
     log_q = (log_gamma_density(current, eta, eta / proposal)
              - log_gamma_density(proposal, eta, eta / current))
+    if log_q != log_q:
+        # NaN: a rate eta / w overflowed (weights within a factor eta of the floor). The
+        # reverse move of such a pair overflows the same way, so rejecting both keeps
+        # the chain reversible.
+        return current, -np.inf
     return proposal, log_q
 
 
@@ -335,7 +357,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
     for k in range(n_features):
         w = W[k, 0]
         proposal = rng.gamma(shape, 1.0)
-        if proposal <= 0.0:
+        if not proposal >= WEIGHT_FLOOR:  # outside the chain's support: rejected
             continue
         delta = proposal - w
         log_accept = weight_log_ratio(k, delta, wins, Z, adv, lapse)
@@ -343,7 +365,7 @@ def update_weights_from_prior(wins, Z, W, unique, adv, n_features, lapse, with_u
     for i in range(N if with_unique else 0):
         u = unique[i]
         proposal = rng.gamma(shape, 1.0)
-        if proposal <= 0.0:
+        if not proposal >= WEIGHT_FLOOR:  # outside the chain's support: rejected
             continue
         delta = proposal - u
         log_accept = unique_log_ratio(i, delta, wins, adv, lapse)

@@ -44,6 +44,7 @@ from .._protocol import Solver
 from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
 from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
+    WEIGHT_FLOOR,
     fill_advantages,
     ibp_log_prob_packed,
     total_log_likelihood,
@@ -328,7 +329,10 @@ class SliceEBA(Solver):
             # The stick-breaking kernels gave the new empty aspects Exponential(1)
             # weights; under a Gamma(a, 1) prior they are drawn again from it (they are
             # independent of the sticks, so this is the same draw from the right prior).
-            state.W[K:total, 0] = rng.gamma(state.weight_shape, 1.0, total - K)
+            # A draw below WEIGHT_FLOOR (an underflow, often exactly 0 for a small shape)
+            # is raised to it, as the starting weights are: 0 is outside the support.
+            state.W[K:total, 0] = np.maximum(
+                rng.gamma(state.weight_shape, 1.0, total - K), WEIGHT_FLOOR)
         K = update_aspects_and_drop_empty(
             state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
             state.sticks, total, level, state.lapse, rng,
@@ -379,10 +383,11 @@ class SliceEBA(Solver):
         return state.log_likelihood()
 
     def trace_names(self) -> tuple:
-        return ("log_joint", "log_likelihood", "n_features", "alpha", "acceptance", "eta")
+        # n_features second, as for every solver: the progress bar shows it as "K".
+        return ("log_joint", "n_features", "log_likelihood", "alpha", "acceptance", "eta")
 
     def trace_values(self, state: EBAState, log_joint) -> tuple:
-        return (log_joint, state.log_likelihood(), state.n_features, state.alpha,
+        return (log_joint, state.n_features, state.log_likelihood(), state.alpha,
                 state.acceptance, float(np.exp(state.log_eta)))
 
     def snapshot(self, state: EBAState, chain=0) -> dict:
