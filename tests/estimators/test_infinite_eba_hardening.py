@@ -99,3 +99,14 @@ def test_progress_bar_shows_the_number_of_aspects_as_K():
     model = InfiniteEBA(n_iter=3, random_state=0).fit(Xp, y)
     assert list(model.traces_)[1] == "n_features"
     assert np.all(model.traces_["n_features"] == np.round(model.traces_["n_features"]))
+
+
+def test_growing_the_aspect_slots_checks_its_memory(monkeypatch):
+    from sklearn_ibp.solvers.eba.eba_slice import _grow
+
+    Xp, y, _ = make_paris_rome(n_comparisons=10, random_state=0)
+    model = InfiniteEBA(n_iter=2, random_state=0).fit(Xp, y)
+    state = model._chains[0]["state"]
+    monkeypatch.setenv("SKLEARN_IBP_MAX_MEMORY", "1K")
+    with pytest.raises(AllocationTooLargeError, match="lower alpha"):
+        _grow(state, 10**6)

@@ -37,6 +37,7 @@ from scipy.special import gammaln
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
+from ..._memory import check_allocation
 from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins, eba_probabilities
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
@@ -142,6 +143,11 @@ def _grow(state: EBAState, capacity: int) -> None:
     if capacity <= old:
         return
     N = state.Z.shape[0]
+    # Z (int8) and W, counts, sticks (8 bytes each) per slot. The check also bounds the
+    # sweep's loop that doubles the capacity until a stick falls below the slice.
+    check_allocation(float(N + 24) * capacity,
+                     what=f"the sampler's arrays for {capacity} aspect slots",
+                     advice="lower alpha")
     Z = np.zeros((N, capacity), dtype=np.int8)
     Z[:, :old] = state.Z
     W = np.zeros((capacity, 1))

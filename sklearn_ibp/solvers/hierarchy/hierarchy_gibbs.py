@@ -29,6 +29,7 @@ from scipy.special import gammaln
 from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
+from ..._memory import check_allocation
 from ..._slice import slice_sample
 from ...priors.crp import sample_alpha_posterior_crp
 from ...priors.ibp import sample_alpha_posterior
@@ -229,6 +230,14 @@ class GibbsHierarchy(Solver):
         N, D = state.X.shape
         Lcap, Kcap = state.M.shape
         Lnew, Knew = 2 * Lcap + 8, 2 * Kcap + 16
+        # M grows with L * K; C, S and Z with N (L + K); A with K D. Checking the sum
+        # before allocating also bounds the sweep's grow-and-retry loops.
+        check_allocation(
+            float(Lnew) * Knew + float(N) * (Lnew + 6 * Knew) + 8.0 * Knew * (D + 1)
+            + 8.0 * Lnew,
+            what=f"the hierarchy's arrays for {Lnew} categories and {Knew} features",
+            advice="lower alpha_categories or alpha_features",
+        )
         state.C = _pad(state.C, (N, Lnew))
         state.M = _pad(state.M, (Lnew, Knew))
         state.S = _pad(state.S, (N, Knew))
@@ -475,11 +484,15 @@ class GibbsHierarchy(Solver):
                 m = cats.size
                 if m < 2:
                     continue
-                # A uniformly random non-empty proper subset of the categories moves to j.
-                while True:
+                # A uniformly random non-empty proper subset of the categories moves to j
+                # (rejection sampling: each try succeeds with probability >= 1/2, so 64
+                # tries fail with probability <= 2^-64; then the attempt is skipped).
+                for _ in range(64):
                     moved = rng.random(m) < 0.5
                     if 0 < moved.sum() < m:
                         break
+                else:
+                    continue
                 col_k = np.zeros(L, np.int64)
                 col_j = np.zeros(L, np.int64)
                 col_k[cats[~moved]] = 1
