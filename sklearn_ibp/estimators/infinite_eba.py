@@ -81,7 +81,10 @@ class InfiniteEBA(ClassifierMixin, BaseIBPSampler):
     Parameters
     ----------
     alpha : float, default=1.0
-        IBP concentration (the starting value when ``sample_alpha``).
+        IBP concentration (the starting value when ``sample_alpha``). At most
+        ``2000 / H_N`` for ``N`` alternatives (about 2000 aspects a priori,
+        ``MAX_PRIOR_ASPECTS``; ``H_N = 1 + 1/2 + ... + 1/N``): a larger value is
+        refused, as a sweep's cost grows with the square of the number of aspects.
     lapse : float, default=0.01
         Probability ``eps`` that a choice is a coin flip (sec. 4.5.1); it keeps a choice
         that the aspects make certain from having probability 1.

@@ -63,7 +63,7 @@ MAX_PRIOR_CATEGORIES = 1000
 
 
 def _check_scale(X0, name) -> None:
-    """Refuse real-valued data whose largest magnitude is outside :data:`SCALE_RANGE`."""
+    """Refuse real-valued data whose largest magnitude is outside ``SCALE_RANGE``."""
     largest = float(np.max(np.abs(X0))) if X0.size else 0.0
     low, high = SCALE_RANGE
     if largest > high or 0.0 < largest < low:
@@ -75,7 +75,7 @@ def _check_scale(X0, name) -> None:
 
 
 def _check_prior_categories(alpha_categories, n_samples) -> None:
-    """Refuse an ``alpha_categories`` that expects over :data:`MAX_PRIOR_CATEGORIES`."""
+    """Refuse an ``alpha_categories`` that expects over ``MAX_PRIOR_CATEGORIES``."""
     harmonic = float(np.sum(1.0 / np.arange(1, n_samples + 1)))
     expected = alpha_categories * harmonic
     if expected > MAX_PRIOR_CATEGORIES:
@@ -163,6 +163,9 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         on (the starting value when hyperparameters are sampled).
     alpha_categories : float, default=1.0
         Concentration of the process over categories (starting value when sampled).
+        With ``upper="ibp"`` at most ``1000 / H_N`` for ``N`` rows (about 1000
+        categories a priori, ``MAX_PRIOR_CATEGORIES``; ``H_N = 1 + 1/2 + ... + 1/N``):
+        a larger value is refused, as the sweeps would take hours.
     alpha_features : float, default=1.0
         Concentration of the IBP over the links of categories to features.
     likelihood : {"auto", "gaussian", "exponential", "detection"}, default="auto"
@@ -323,6 +326,9 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         ----------
         X : array-like of shape (n_samples, n_features)
             Training data; NaN marks a missing entry (masked out of the likelihood).
+            With a real-valued likelihood the largest magnitude must lie between
+            1e-100 and 1e100 (``SCALE_RANGE``; beyond it the kernels overflow):
+            rescale other data first.
         y : Ignored
             Not used, present for API consistency.
 
