@@ -145,3 +145,30 @@ def test_ddibp_logistic_calibration_with_a_far_negative_offset_is_finite():
                                random_state=0).fit(X)
     assert np.isfinite(fit.decay_) and fit.decay_ > 0
     assert np.isfinite(fit.sigma_x_)
+
+
+_HANG_SCRIPT = """
+import numpy as np
+from sklearn_ibp import DPMixture
+X = np.random.default_rng(0).standard_normal((30, 3))
+try:
+    DPMixture(n_iter=3, solver={solver!r}, alpha=1e300, random_state=0).fit(X)
+except ValueError as error:
+    print("refused:", error)
+"""
+
+
+@pytest.mark.parametrize("solver", ["slice", "retrospective"])
+def test_stick_breaking_samplers_with_huge_alpha_refuse_instead_of_hanging(solver):
+    # Before: alpha=1e300 never returned (label switching walked a cluster out forever,
+    # then the sticks were broken forever: log(1 - v) rounds to 0).
+    import subprocess
+    import sys
+
+    result = subprocess.run(
+        [sys.executable, "-c", _HANG_SCRIPT.format(solver=solver)],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert result.returncode == 0, result.stderr
+    assert "refused:" in result.stdout and "represented sticks" in result.stdout
+    assert "alpha=1e+300" in result.stdout and "split_merge" in result.stdout
