@@ -259,7 +259,11 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Data columns (NaN marks a missing entry) and the covariate columns.
+            Data columns (NaN marks a missing entry) and the covariate columns. The
+            data columns' largest absolute value must be between 1e-100 and 1e100. The
+            fit holds about six ``n_samples x n_samples`` float64 matrices and is refused
+            above the memory limit (half the available memory, or the
+            ``SKLEARN_IBP_MAX_MEMORY`` environment variable).
         y : Ignored
 
         Returns

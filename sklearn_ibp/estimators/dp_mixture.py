@@ -242,7 +242,9 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Finite data (no NaN or inf).
+            Finite data (no NaN or inf), largest absolute value between 1e-100 and 1e100
+            (the fit of ``c * X`` is the fit of ``X`` rescaled; outside that range the
+            squares over- or underflow and the fit is refused).
         y : Ignored
 
         Returns
