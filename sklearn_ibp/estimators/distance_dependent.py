@@ -10,6 +10,7 @@ from sklearn.metrics import pairwise_distances
 from sklearn.utils._param_validation import Interval, StrOptions
 from sklearn.utils.validation import check_array, check_is_fitted, validate_data
 
+from .._memory import check_allocation
 from ..priors.ddibp import (
     DECAY_FUNCTIONS,
     DDIBPPrior,
@@ -19,9 +20,14 @@ from ..priors.ddibp import (
 )
 from ..priors.ibp import as_random_source
 from ..solvers import SolverNameOptions, SolverOf
+from ._scale import check_data_scale
 from .factor_analysis import IBPFactorAnalysis, _check_missing_pattern
 
 __all__ = ["DistanceDependentIBP"]
+
+#: N x N float64 matrices a fit holds at its peak (distances, f(D), A, A.T, cumsum(A),
+#: and the solver's off-diagonal work copy).
+_N_BY_N_MATRICES = 6
 
 
 class DistanceDependentIBP(IBPFactorAnalysis):
@@ -253,7 +259,11 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         Parameters
         ----------
         X : array-like of shape (n_samples, n_features)
-            Data columns (NaN marks a missing entry) and the covariate columns.
+            Data columns (NaN marks a missing entry) and the covariate columns. The
+            data columns' largest absolute value must be between 1e-100 and 1e100. The
+            fit holds about six ``n_samples x n_samples`` float64 matrices and is refused
+            above the memory limit (half the available memory, or the
+            ``SKLEARN_IBP_MAX_MEMORY`` environment variable).
         y : Ignored
 
         Returns
@@ -264,6 +274,8 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         covariates, data = self._split_columns(X)
         missing = np.isnan(data)
         _check_missing_pattern(missing)
+        check_data_scale(data, estimator="DistanceDependentIBP",
+                         name="X" if covariates is None else "the data columns of X")
         N = X.shape[0]
         positions = np.arange(N, dtype=float)[:, None] if covariates is None else covariates
         if self.metric == "precomputed" and positions.shape != (N, N):
@@ -272,6 +284,15 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
                 f"(n_samples, n_samples) = ({N}, {N}) distance matrix of the training rows; "
                 f"covariate_columns names {positions.shape[1]} columns."
             )
+        # The dd-IBP links every pair of rows: the distances, the proximities, their
+        # normalised form and the solver's transposed and cumulative copies are N x N
+        # (about six float64 matrices alive at once); refuse before building the first.
+        check_allocation(
+            _N_BY_N_MATRICES * 8.0 * N * N,
+            what=f"the {N} x {N} distance and proximity matrices of the dd-IBP",
+            advice=(f"fit on fewer rows (X has n_samples={N}; the memory grows with "
+                    "n_samples**2)"),
+        )
         distances = pairwise_distances_for_ddibp(
             positions, metric=self.metric, sequential=self.sequential
         )

@@ -37,6 +37,7 @@ import numpy as np
 from scipy.special import gammaln, multigammaln
 from scipy.stats import chi2, norm, qmc
 
+from .._memory import check_allocation
 from ._conditionally_conjugate_kernels import (
     cluster_scatter,
     log_mean_density_cov,
@@ -45,6 +46,11 @@ from ._conditionally_conjugate_kernels import (
     sample_wishart,
 )
 from ._mixture_base import BaseMixtureComponents
+
+#: scipy's Sobol sequences go up to this many dimensions.
+_MAX_SOBOL_DIMENSIONS = 21201
+#: The most features whose D + D(D-1)/2 Sobol dimensions fit (205: 21115 dimensions).
+_MAX_FEATURES = 205
 
 __all__ = ["ConditionallyConjugateBase"]
 
@@ -146,8 +152,21 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         model moves exactly with affine maps of the data.
         ``rng`` is not used: the starting values are deterministic.
         """
+        D = np.shape(X)[1]
+        n_dims = D + D * (D - 1) // 2
+        if n_dims > _MAX_SOBOL_DIMENSIONS:
+            raise ValueError(
+                f"base='conditionally_conjugate' takes at most {_MAX_FEATURES} features (its "
+                f"fixed prior draws are Sobol points in D + D(D-1)/2 dimensions, at most "
+                f"{_MAX_SOBOL_DIMENSIONS}); X has n_features={D}. Use base='conjugate', or "
+                "reduce the features first (e.g. PCA in a Pipeline)."
+            )
+        check_allocation(
+            8.0 * int(self.n_prior_draws) * (n_dims + D * D),
+            what=f"the {int(self.n_prior_draws)} fixed prior draws over {D} features",
+            advice="lower n_prior_draws of the conditionally conjugate base, or the features",
+        )
         X, self.data_mean, cov = self._data_moments(X)
-        D = X.shape[1]
         self.n_features = D
         try:
             np.linalg.cholesky(cov)
@@ -185,7 +204,11 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         if not beta > D - 1:
             raise ValueError(f"beta must be larger than n_features - 1 = {D - 1}; got {beta}.")
         for name, M in (("R", R), ("W", W)):
-            if not np.allclose(M, M.T) or np.any(np.linalg.eigvalsh(M) <= 0):
+            # symmetry relative to the entries' size: the inverse of a data covariance
+            # with D > N (jittered, condition ~1e6) is symmetric to ~1e-10 of its entries
+            scale = float(np.max(np.abs(M))) if M.size else 0.0
+            if (not np.allclose(M, M.T, rtol=1e-8, atol=1e-8 * scale)
+                    or np.any(np.linalg.eigvalsh(M) <= 0)):
                 raise ValueError(f"{name} must be symmetric positive definite.")
         self.xi, self.R, self.beta, self.W = xi, 0.5 * (R + R.T), beta, 0.5 * (W + W.T)
         self._refresh()

@@ -176,6 +176,9 @@ class NormalWishartBase(BaseMixtureComponents):
             cov = np.eye(D)
         self.data_covariance_ = self._regularised(cov)
         self._data_chol = np.linalg.cholesky(self.data_covariance_)
+        # log|Sigma_x^-1|: the floor of the precisions' log-determinants below is relative
+        # to it, so that the sampler is equivariant under a rescaling of the data
+        self._data_logdet_precision = -2.0 * float(np.sum(np.log(np.diag(self._data_chol))))
         self._data_precision = np.linalg.inv(self.data_covariance_)
         self._data_precision = 0.5 * (self._data_precision + self._data_precision.T)
 
@@ -325,9 +328,12 @@ class NormalWishartBase(BaseMixtureComponents):
         D = self.n_features
         K = precisions.shape[0]
         sum_S = precisions.sum(axis=0) if K else np.zeros((D, D))
-        # slogdet (LU) copes with the nearly singular precisions that small beta can draw.
+        # slogdet (LU) copes with the nearly singular precisions that small beta can draw;
+        # the floor is 700 nats below the data precision's log-determinant (an absolute
+        # floor would bind for data scaled by 2**166 with D = 5 and change the fit)
+        floor = self._data_logdet_precision - 700.0
         sum_logdet_S = (
-            float(np.sum(np.maximum(np.linalg.slogdet(precisions)[1], -700.0))) if K else 0.0
+            float(np.sum(np.maximum(np.linalg.slogdet(precisions)[1], floor))) if K else 0.0
         )
         logdet_W = _logdet_from_chol(_cholesky(W, "scale matrix W"))
         trace_WS = float(np.sum(W * sum_S))

@@ -358,6 +358,10 @@ def calibrate_decay(distances, decay_function: str = "exponential", nu=None,
             else:
                 h = ((1.0 + np.exp(-nu)) / (1.0 + np.exp(rate * scaled - np.float32(nu)))
                      ).sum(axis=1, dtype=np.float64)
+                if not np.isfinite(h).all():  # inf / inf for nu far below 0: log space
+                    h = np.exp(np.logaddexp(0.0, -nu)
+                               - np.logaddexp(0.0, rate * scaled - nu)
+                               ).sum(axis=1, dtype=np.float64)
         return float(np.sum(1.0 / h)) - target
 
     lo, hi = np.log(1e-8), np.log(1e8)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import math
 from numbers import Real
 
 import numpy as np
@@ -37,6 +38,37 @@ from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
 __all__ = ["GibbsDDIBP"]
 
 _NO_BOUND = np.int64(np.iinfo(np.int64).max)
+
+#: sigma_x**2, sigma_a**2 and their ratio must lie in [1e-250, 1e250] (log10 bounds).
+_LOG10_SQUARE_RANGE = 250.0
+
+
+def _check_noise_scales(sigma_x, sigma_a) -> None:
+    """Refuse noise and feature scales whose squares or ratio over- or underflow.
+
+    The posterior of the features divides by ``sigma_x**2`` and adds
+    ``(sigma_x / sigma_a)**2`` to ``Z^T Z``: ``sigma_x=1e-300`` once raised a
+    ``ZeroDivisionError`` from inside the sweep kernel and ``sigma_a=1e300`` an
+    ``OverflowError``.
+    """
+    sigma_x, sigma_a = float(sigma_x), float(sigma_a)
+    if not (sigma_x > 0 and sigma_a > 0 and math.isfinite(sigma_x)
+            and math.isfinite(sigma_a)):
+        raise ValueError(
+            f"sigma_x and sigma_a must be positive and finite; got sigma_x={sigma_x:g}, "
+            f"sigma_a={sigma_a:g}."
+        )
+    logs = {"sigma_x**2": 2 * math.log10(sigma_x), "sigma_a**2": 2 * math.log10(sigma_a),
+            "(sigma_x / sigma_a)**2": 2 * (math.log10(sigma_x) - math.log10(sigma_a))}
+    for name, value in logs.items():
+        if abs(value) > _LOG10_SQUARE_RANGE:
+            raise ValueError(
+                f"sigma_x={sigma_x:g} and sigma_a={sigma_a:g} give {name} = 1e{value:.0f}; "
+                f"the dd-IBP's linear-Gaussian posterior needs sigma_x**2, sigma_a**2 and "
+                f"(sigma_x / sigma_a)**2 between 1e-{_LOG10_SQUARE_RANGE:.0f} and "
+                f"1e{_LOG10_SQUARE_RANGE:.0f} (float64 over- or underflows beyond). Choose "
+                "sigma_x and sigma_a nearer the data's scale, or leave them to be sampled."
+            )
 
 
 class GibbsDDIBP(BaseIBPSolver):
@@ -80,6 +112,7 @@ class GibbsDDIBP(BaseIBPSolver):
         self.link_update = link_update
 
     def initialize(self, X, Z, hyper, rng) -> FeatureState:
+        _check_noise_scales(hyper["sigma_x"], hyper["sigma_a"])
         prior = hyper.get("prior")
         if prior is None:  # the prior's arrays given loose
             prior = DDIBPPrior(hyper["proximity"], hyper["h"], hyper.get("max_features"))

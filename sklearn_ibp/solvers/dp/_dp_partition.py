@@ -6,7 +6,10 @@ samples: the variation of information (Meila 2007), which Wade and Ghahramani (2
 "Bayesian cluster analysis: point estimation and credible balls", sec. 3-4) recommend
 over Binder's loss because it does not favour splitting clusters into many small ones,
 or Binder's loss (Binder 1978). The search starts from the kept samples with the lowest
-expected loss and moves greedily (:mod:`sklearn_ibp.solvers.dp._dp_partition_kernels`).
+expected loss and moves greedily. The algebra is in
+:mod:`sklearn_ibp.solvers.dp._dp_partition_kernels`, whose one kernel makes the search; the
+tables, ``g`` and the losses, computed a few times per fit, are NumPy here (sums taken left
+to right as a loop takes them), which saves compiling them.
 
 Cost: with ``N`` rows, ``S`` kept samples and ``K`` clusters, memory is the ``(S, N)``
 labels and ``S K J`` table cells (``J`` the most clusters of a sample); a pass of row moves
@@ -16,16 +19,12 @@ matrix.
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from ._dp_base import relabel
-from ._dp_partition_kernels import (
-    fill_tables,
-    greedy_partition_search,
-    loss_table,
-    partition_loss,
-    sample_losses,
-)
+from ._dp_partition_kernels import greedy_partition_search as _search
 
 __all__ = ["expected_partition_loss", "partition_point_estimate"]
 
@@ -104,22 +103,87 @@ def partition_point_estimate(samples, loss="vi", n_starts=3, max_candidates=20,
     samples = _stack(samples)
     S, N = samples.shape
     J = int(samples.max()) + 1
-    g = loss_table(np.int64(N), np.bool_(loss == "binder"))
+    g = loss_table(N, loss == "binder")
     index = np.unique(np.linspace(0, S - 1, min(S, max_candidates)).round().astype(int))
     scored = []
     for s in index:
         start = samples[s].copy()
-        sizes, tables = fill_tables(samples, start, np.int64(J), np.int64(J))
+        sizes, tables = fill_tables(samples, start, J, J)
         scored.append((partition_loss(sizes, tables, g), int(s)))
     scored.sort()
     best_value, best = np.inf, None
     for _, s in scored[:n_starts]:
         labels = samples[s].copy()
-        capacity = np.int64(labels.max() + 1 + _EXTRA_SLOTS)
-        value = greedy_partition_search(samples, labels, capacity, np.int64(J), g,
-                                        np.int64(max_passes))
+        capacity = int(labels.max()) + 1 + _EXTRA_SLOTS
+        value = greedy_partition_search(samples, labels, capacity, J, g, max_passes)
         if value < best_value:
             best_value, best = value, labels
     best = relabel(best)[0].astype(np.int64)
-    losses = sample_losses(samples, best, np.int64(best.max() + 1), np.int64(J), g)
+    losses = sample_losses(samples, best, int(best.max()) + 1, J, g)
     return best, int(np.argmin(losses))
+
+
+# -- the search (NumPy; see the module docstring of _dp_partition_kernels) ----------------
+
+
+def _sequential_sum(values, axis=-1):
+    """Sum along ``axis`` left to right, as a scalar loop from ``0.0`` does (NumPy's
+    ``sum`` adds pairwise, which may differ in the last bits)."""
+    values = np.asarray(values, dtype=float)
+    if values.shape[axis] == 0:
+        return np.zeros(values.shape[:-1]) if values.ndim > 1 else 0.0
+    return np.take(np.cumsum(values, axis=axis), -1, axis=axis)
+
+
+def loss_table(n_max, binder):
+    """``g(x)`` for ``x = 0 .. n_max``: ``x log x`` (VI) or ``x^2`` (Binder). The
+    logarithm is ``math.log`` (the C library's, as in the kernels), not NumPy's."""
+    out = np.zeros(int(n_max) + 1)
+    if binder:
+        x = np.arange(1, int(n_max) + 1, dtype=float)
+        out[1:] = x * x
+    else:
+        out[1:] = [float(x) * math.log(float(x)) for x in range(1, int(n_max) + 1)]
+    return out
+
+
+def fill_tables(samples, labels, n_capacity, n_sample_clusters):
+    """Cluster sizes ``n`` (n_capacity,) of ``labels`` and the contingency tables ``m``
+    (n_capacity, S, n_sample_clusters) against every kept sample."""
+    S, _ = samples.shape
+    sizes = np.bincount(labels, minlength=n_capacity).astype(np.int64)
+    cells = (labels[None, :] * S + np.arange(S)[:, None]) * n_sample_clusters + samples
+    tables = np.bincount(cells.ravel(), minlength=n_capacity * S * n_sample_clusters)
+    return sizes, tables.astype(np.int64).reshape(n_capacity, S, n_sample_clusters)
+
+
+def partition_loss(sizes, tables, g):
+    """``f(c)`` (see :mod:`._dp_partition_kernels`) from the sizes and tables of ``c``."""
+    total = _sequential_sum(g[sizes])
+    cross = _sequential_sum(g[tables[sizes > 0]].ravel())
+    return total - 2.0 * cross / tables.shape[1]
+
+
+def sample_losses(samples, labels, n_capacity, n_sample_clusters, g):
+    """``L(c, c^s)`` for every kept sample ``s`` (S,)."""
+    S, _ = samples.shape
+    sizes, tables = fill_tables(samples, labels, n_capacity, n_sample_clusters)
+    own = _sequential_sum(g[sizes])
+    cells = np.arange(S)[:, None] * n_sample_clusters + samples
+    counts = np.bincount(cells.ravel(), minlength=S * n_sample_clusters)
+    terms = np.concatenate(
+        [np.full((S, 1), own), g[counts.reshape(S, n_sample_clusters)],
+         -(2.0 * g[tables.transpose(1, 0, 2).reshape(S, -1)])], axis=1)
+    return _sequential_sum(terms, axis=1)
+
+
+def greedy_partition_search(samples, labels, n_capacity, n_sample_clusters, g, max_passes):
+    """Lower ``f`` from the partition ``labels`` (changed in place; labels below
+    ``n_capacity``) by row moves and merges until neither helps (or ``max_passes``), in
+    the kernel :func:`._dp_partition_kernels.greedy_partition_search`.
+
+    Returns ``f`` of the final partition.
+    """
+    sizes, tables = fill_tables(samples, labels, n_capacity, n_sample_clusters)
+    _search(samples, labels, sizes, tables, g, np.int64(max_passes))
+    return partition_loss(sizes, tables, g)

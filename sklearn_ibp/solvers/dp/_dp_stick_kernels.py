@@ -22,6 +22,9 @@ from numba import njit
 
 from ._dp_gaussian_kernels import precision_quad
 
+#: The last stick position a label-switching scan swaps (see switch_adjacent_labels).
+MAX_SCAN = 100_000
+
 
 @njit(cache=True, inline="always")
 def gaussian_log_density(X, i, means, upper, log_norm, k):
@@ -97,7 +100,10 @@ def switch_adjacent_labels(counts, alpha, truncation, rng):
             last = j
     before = 0  # rows at positions < j
     j = 0
-    while (j <= last) if truncation == 0 else (j < truncation - 1):
+    # A bounded scan: with alpha = 1e300 every swap towards an empty position is accepted
+    # (the ratio rounds to 1) and a cluster would walk out forever. Stopping at a fixed
+    # position is still a valid kernel: the moves past it are swaps the scan leaves out.
+    while ((j <= last) if truncation == 0 else (j < truncation - 1)) and j < MAX_SCAN:
         if j + 2 > size:  # room for a cluster moving out past the end
             bigger = np.zeros(2 * size, dtype=np.int64)
             bigger_occ = np.full(2 * size, -1, dtype=np.int64)

@@ -43,6 +43,7 @@ import math
 import numpy as np
 from scipy.special import gammaln
 
+from ..._memory import check_allocation
 from ..._slice import slice_sample
 from ._dp_base import BaseDPSolver, MixtureState, relabel
 from ._dp_gaussian_kernels import relabel_slots
@@ -53,7 +54,9 @@ from ._dp_stick_kernels import (
 )
 
 __all__ = [
+    "MAX_REPRESENTED_STICKS",
     "StickBreakingDPSolver",
+    "check_represented_sticks",
     "gaussian_factors",
     "log_gamma_variates",
     "sample_stick_posterior",
@@ -61,6 +64,32 @@ __all__ = [
 ]
 
 LOG_2PI = math.log(2.0 * math.pi)
+
+#: The most sticks a slice or retrospective sweep represents before it refuses to go on.
+#: The unrepresented rest of the stick shrinks by a factor ``E[1 - v] = alpha / (1 +
+#: alpha)`` per stick, so reaching a slice ``u`` takes about ``alpha log(1 / u)`` sticks:
+#: without a bound ``alpha = 1e300`` broke sticks forever (``log(1 - v)`` rounds to 0).
+MAX_REPRESENTED_STICKS = 100_000
+
+
+def check_represented_sticks(n_sticks, alpha, n_features, solver) -> None:
+    """Refuse to represent more than :data:`MAX_REPRESENTED_STICKS` sticks, or sticks
+    whose components' ``D x D`` matrices exceed the memory limit, with a message that
+    names ``alpha`` and the solvers that represent only the occupied clusters."""
+    advice = (f"lower alpha ({alpha:g}), set sample_alpha=False if alpha was sampled that "
+              "high, or use solver='split_merge' or 'auxiliary', which represent only the "
+              "occupied clusters")
+    if n_sticks > MAX_REPRESENTED_STICKS:
+        raise ValueError(
+            f"The {solver} sampler needs more than {MAX_REPRESENTED_STICKS} represented "
+            f"sticks of the DP (alpha={alpha:g}; it breaks about alpha log(1 / u) sticks "
+            f"to reach a slice u); {advice}."
+        )
+    check_allocation(
+        8.0 * n_sticks * (n_features * n_features * 2 + n_features),
+        what=f"the parameters of {n_sticks} represented components",
+        advice=advice,
+    )
 
 
 def log_gamma_variates(shape, rng) -> np.ndarray:
@@ -218,6 +247,9 @@ class StickBreakingDPSolver(BaseDPSolver):
             new_of_old[occupant[taken]] = taken
             positions = new_of_old[positions]
         state.stats["stick_positions"] = positions
+        if not truncation:
+            check_represented_sticks(int(positions.max()) + 1, float(state.alpha),
+                                     state.X.shape[1], type(self).__name__)
         counts = np.zeros(truncation or int(positions.max()) + 1, dtype=np.int64)
         counts[positions] = cluster_counts
         return positions, positions[state.labels], counts

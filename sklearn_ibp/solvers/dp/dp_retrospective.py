@@ -17,7 +17,12 @@ from sklearn.utils._param_validation import Interval
 
 from ._dp_base import MixtureState
 from ._dp_retrospective_kernels import retrospective_pass
-from ._dp_sticks import StickBreakingDPSolver, sample_stick_posterior, stick_log_weights
+from ._dp_sticks import (
+    StickBreakingDPSolver,
+    check_represented_sticks,
+    sample_stick_posterior,
+    stick_log_weights,
+)
 
 __all__ = ["RetrospectiveDP"]
 
@@ -101,6 +106,7 @@ class RetrospectiveDP(StickBreakingDPSolver):
                 break
             # Break the stick further (as far again as it is) and resume row ``stop``.
             more = log_v.size
+            check_represented_sticks(2 * more, alpha, state.X.shape[1], "retrospective")
             more_v, more_1mv = sample_stick_posterior(np.zeros(0), alpha, rng, n_prior=more)
             log_v = np.concatenate([log_v, more_v])
             log_1mv = np.concatenate([log_1mv, more_1mv])

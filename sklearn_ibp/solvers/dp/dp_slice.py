@@ -21,7 +21,13 @@ from sklearn.utils._param_validation import Interval
 
 from ._dp_base import MixtureState
 from ._dp_slice_kernels import draw_log_slices, sample_slice_labels
-from ._dp_sticks import StickBreakingDPSolver, sample_stick_posterior, stick_log_weights
+from ._dp_sticks import (
+    MAX_REPRESENTED_STICKS,
+    StickBreakingDPSolver,
+    check_represented_sticks,
+    sample_stick_posterior,
+    stick_log_weights,
+)
 
 __all__ = ["SliceDP"]
 
@@ -106,6 +112,8 @@ class SliceDP(StickBreakingDPSolver):
             # Break the stick until the rest, which bounds every unrepresented weight,
             # is below the lowest slice.
             while log_rest >= lowest:
+                check_represented_sticks(log_v.size + int(self.batch), alpha,
+                                         state.X.shape[1], "slice")
                 more_v, more_1mv = sample_stick_posterior(
                     np.zeros(0), alpha, rng, n_prior=int(self.batch)
                 )
@@ -127,7 +135,10 @@ class SliceDP(StickBreakingDPSolver):
             lowest = float(log_slices.min())
             # Every position with xi_j >= the lowest slice must be represented (one
             # more against rounding; the kernel's comparison decides).
-            J = max(J_now, int(math.floor((lowest - log_xi0) / log_kappa)) + 2)
+            reach = (lowest - log_xi0) / log_kappa
+            if not reach < MAX_REPRESENTED_STICKS:
+                check_represented_sticks(math.inf, alpha, state.X.shape[1], "slice")
+            J = max(J_now, int(math.floor(reach)) + 2)
             if J > J_now:
                 more_v, more_1mv = sample_stick_posterior(
                     np.zeros(0), alpha, rng, n_prior=J - J_now
