@@ -27,15 +27,35 @@ import math
 from numbers import Real
 
 import numpy as np
+from scipy.linalg import lapack
 from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
 from ...priors.ddibp import DDIBPPrior, compute_reachability
 from ..ibp._base import BaseIBPSolver, FeatureState, with_capacity
-from ..ibp._collapsed_kernels import _full_inverse
 from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
 
 __all__ = ["GibbsDDIBP"]
+
+
+def _regularised_inverse(gram, ratio):
+    """``(gram + ratio I)^{-1}``, symmetrised: once per sweep, so LAPACK's LU inverse
+    (getrf, getri) from Python rather than a numba kernel that would compile
+    ``np.linalg.inv`` and ``cholesky`` in a first fit (about 1 CPU s). It is the routine
+    numba's ``np.linalg.inv`` calls, so the result is the same bit for bit."""
+    K = gram.shape[0]
+    if K == 0:
+        return np.zeros((0, 0))
+    M = np.array(gram, dtype=float, order="F")
+    M[np.diag_indices(K)] += ratio
+    lu, piv, info = lapack.dgetrf(M, overwrite_a=True)
+    if info == 0:
+        inv, info = lapack.dgetri(lu, piv, lwork=max(1, K * 64))
+    if info != 0:
+        raise np.linalg.LinAlgError(
+            f"Z^T Z + (sigma_x / sigma_a)^2 I is singular (ratio {ratio:g}); refit with "
+            "larger sigma_x or smaller sigma_a.")
+    return 0.5 * (inv + inv.T)
 
 _NO_BOUND = np.int64(np.iinfo(np.int64).max)
 
@@ -201,7 +221,7 @@ class GibbsDDIBP(BaseIBPSolver):
         cap = state.Z.shape[1]
         Zf = state.Z[:, :K].astype(float)
         Minv = np.zeros((cap, cap))
-        _full_inverse(Zf.T @ Zf, K, state.sigma_x**2 / state.sigma_a**2, Minv)
+        Minv[:K, :K] = _regularised_inverse(Zf.T @ Zf, state.sigma_x**2 / state.sigma_a**2)
         cross = np.zeros((cap, state.X.shape[1]))
         cross[:K] = Zf.T @ state.X
         state.stats.update(Minv=Minv, cross=cross, G=Minv @ cross)
