@@ -33,6 +33,7 @@ from .exceptions import (
     warn_at_caller,
 )
 from .solvers import RENAMED_SOLVERS, get_solver
+from .solvers._protocol import check_solver_model
 from .solvers.ibp._base import TRACE_NAMES
 
 __all__ = ["BaseIBPSampler", "NoFeaturesWarning", "NonFiniteResultWarning",
@@ -363,6 +364,9 @@ class BaseIBPSampler(BaseEstimator):
         if isinstance(solver, str):
             name = renamed_option(solver, RENAMED_SOLVERS, "solver")
             return get_solver(self._solver_model, name)()
+        # A solver of another model (a ddIBP solver for IBPFactorAnalysis, which takes
+        # duck-typed objects too) is refused here, naming ``solver``, before any data.
+        check_solver_model(solver, self._solver_model, type(self).__name__)
         # safe=False: an object without get_params (a duck-typed collapsed IBP solver) is
         # deep-copied.
         return clone(solver, safe=False)
