@@ -388,7 +388,7 @@ HANGS = [
     from sklearn_ibp import InfiniteEBA
     from sklearn_ibp.datasets import make_paris_rome
     Xp, y, _ = make_paris_rome(n_comparisons=10, random_state=0)
-    InfiniteEBA(n_iter=100, weight_shape=0.01, random_state=9).fit(Xp, y)
+    InfiniteEBA(n_iter=100, weight_shape=1e-3, random_state=0).fit(Xp, y)
     """,
     """
     from sklearn_ibp import InfiniteEBA
@@ -396,15 +396,6 @@ HANGS = [
     Xp, y, _ = make_paris_rome(n_comparisons=10, random_state=0)
     try:
         InfiniteEBA(alpha=1e4, n_iter=5, random_state=0).fit(Xp, y)
-    except ValueError:
-        pass
-    """,
-    """
-    import numpy as np
-    from sklearn_ibp import NoisyOrHierarchy
-    X = (np.random.default_rng(0).random((40, 6)) < 0.4).astype(float)
-    try:
-        NoisyOrHierarchy(alpha_categories=1e4, n_iter=5, random_state=0).fit(X)
     except ValueError:
         pass
     """,
@@ -426,9 +417,8 @@ HANGS.append(
 
 
 @_xfail("EBA+hierarchy")
-@pytest.mark.parametrize("code", HANGS, ids=["eba-shape-1e-3", "eba-shape-0.01",
-                                             "eba-alpha-1e4", "hierarchy-alpha-1e4",
-                                             "hierarchy-two-samples"])
+@pytest.mark.parametrize("code", HANGS, ids=["eba-shape-1e-3", "eba-shape-1e-3-100",
+                                             "eba-alpha-1e4", "hierarchy-two-samples"])
 def test_former_hang_returns(code):
     assert _returns_within(code)
 
