@@ -10,6 +10,7 @@ import sklearn
 __all__ = [
     "AllocationTooLargeError",
     "NoFeaturesWarning",
+    "NonFiniteResultWarning",
     "SamplingInterruptedWarning",
     "SamplingStoppedError",
     "WorkersLostError",
