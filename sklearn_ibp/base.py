@@ -11,6 +11,7 @@ when the estimator has ``n_jobs``. A subclass supplies a solver (see
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import lzma
 import pickle
@@ -26,15 +27,17 @@ from threadpoolctl import threadpool_limits
 from ._deprecation import renamed_option
 from .exceptions import (
     NoFeaturesWarning,
+    NonFiniteResultWarning,
     SamplingInterruptedWarning,
     SamplingStoppedError,
     warn_at_caller,
 )
 from .solvers import RENAMED_SOLVERS, get_solver
+from .solvers._protocol import check_solver_model
 from .solvers.ibp._base import TRACE_NAMES
 
-__all__ = ["BaseIBPSampler", "NoFeaturesWarning", "SamplingInterruptedWarning",
-           "SamplingStoppedError", "TRACE_NAMES"]
+__all__ = ["BaseIBPSampler", "NoFeaturesWarning", "NonFiniteResultWarning",
+           "SamplingInterruptedWarning", "SamplingStoppedError", "TRACE_NAMES", "atomic_fit"]
 
 
 
@@ -144,6 +147,91 @@ def warn_no_features(estimator, sigma_x) -> None:
     )
 
 
+# -- all-or-nothing fits ------------------------------------------------------------------
+def _c_ordered(X):
+    """``X`` itself, or a C-ordered copy of a NumPy array that is not C-contiguous: every
+    fit then makes the same floating-point operations whatever the input's memory order
+    (a Fortran-ordered ``X`` gave ``components_`` differing in the last bit). The input
+    is never modified."""
+    if isinstance(X, np.ndarray) and X.ndim >= 2 and not X.flags.c_contiguous:
+        return np.ascontiguousarray(X)
+    return X
+
+
+def _non_finite_attributes(estimator) -> list:
+    """Names of the fitted float attributes (and ``traces_`` entries) holding a NaN or an
+    infinity. The NaN padding of an interrupted fit's traces is not counted."""
+    bad = []
+    for name, value in vars(estimator).items():
+        if not name.endswith("_") or name.startswith("_") or name == "traces_":
+            continue
+        if isinstance(value, float | np.floating):
+            if not np.isfinite(value):
+                bad.append(name)
+        elif (isinstance(value, np.ndarray) and value.dtype.kind == "f"
+              and not np.isfinite(value).all()):
+            bad.append(name)
+    traces = vars(estimator).get("traces_")
+    if isinstance(traces, dict):
+        interrupted = bool(vars(estimator).get("interrupted_", False))
+        for name, values in traces.items():
+            values = np.asarray(values, dtype=float)
+            if interrupted:
+                values = values[~np.isnan(values)]
+            if not np.isfinite(values).all():
+                bad.append(f"traces_[{name!r}]")
+    return bad
+
+
+def atomic_fit(fit):
+    """Decorator of a fitting method: all or nothing.
+
+    - A fit that raises (any exception, a second ``KeyboardInterrupt`` included) leaves
+      the estimator as it was before the call: unfitted after a first fit (so
+      ``transform`` raises ``NotFittedError``, and ``n_features_in_`` is not set), or
+      with its previous fit for a ``warm_start`` refit.
+    - A non-C-ordered array ``X`` is copied to C order once, so results do not depend on
+      the input's memory order.
+    - A fit that ends with a non-finite fitted attribute or log-joint trace warns
+      (:class:`~sklearn_ibp.exceptions.NonFiniteResultWarning`) naming it.
+    """
+
+    @functools.wraps(fit)
+    def wrapper(self, X, *args, **kwargs):
+        before = dict(self.__dict__)
+        depth = before.get("_atomic_fit_depth", 0)
+        try:
+            self.__dict__["_atomic_fit_depth"] = depth + 1
+            result = fit(self, _c_ordered(X), *args, **kwargs)
+        except BaseException:
+            # Restore whatever happens next: a further Ctrl-C while restoring is retried
+            # so that the estimator is never left half fitted.
+            while True:
+                try:
+                    self.__dict__.clear()
+                    self.__dict__.update(before)
+                    break
+                except KeyboardInterrupt:  # pragma: no cover - needs a real signal
+                    continue
+            raise
+        if depth:
+            self.__dict__["_atomic_fit_depth"] = depth
+        else:
+            self.__dict__.pop("_atomic_fit_depth", None)
+            bad = _non_finite_attributes(self)
+            if bad:
+                warn_at_caller(
+                    f"{type(self).__name__}'s fit ended with non-finite values (NaN or "
+                    f"infinity) in {', '.join(bad)}: the result is not usable. Try "
+                    "standardising X (e.g. StandardScaler) or other hyperparameters.",
+                    NonFiniteResultWarning,
+                )
+        return result
+
+    wrapper.__atomic_fit__ = True
+    return wrapper
+
+
 # -- compact pickles ----------------------------------------------------------------------
 def _unpack_binary(packed, shape, fortran):
     """A 0/1 int8 matrix from :class:`_BinaryPackingPickler`'s column-wise bit packing."""
@@ -178,6 +266,27 @@ def _chain_seeds(random_state, n_chains):
     """One independent 32-bit seed per chain, drawn from the estimator's random state."""
     rs = check_random_state(random_state)
     return [int(s) for s in rs.randint(0, np.iinfo(np.int32).max, size=n_chains)]
+
+
+def _join_traces(old, new):
+    """The traces of a warm start after the previous fit's, chain by chain: each chain's
+    sweeps follow its last completed one (an interrupted fit's NaN padding is dropped, not
+    left as a gap), and the rows are padded at the end with NaN to a common length.
+
+    ``old`` and ``new`` map trace names to arrays of shape (n_chains, sweeps); a chain's
+    completed sweeps are the leading ones whose ``log_joint`` is not NaN.
+    """
+    done_old = (~np.isnan(old["log_joint"])).sum(axis=1)
+    done_new = (~np.isnan(new["log_joint"])).sum(axis=1)
+    width = int((done_old + done_new).max())
+    joined = {}
+    for name in new:
+        out = np.full((len(done_old), width), np.nan)
+        for c, (a, b) in enumerate(zip(done_old, done_new, strict=True)):
+            out[c, :a] = old[name][c, :a]
+            out[c, a:a + b] = new[name][c, :b]
+        joined[name] = out
+    return joined
 
 
 def _progress(total, verbose, desc):
@@ -218,6 +327,17 @@ class BaseIBPSampler(BaseEstimator):
 
     _parameter_constraints: dict = dict(LOOP_PARAMETER_CONSTRAINTS)
 
+    #: The fitting methods made all-or-nothing by :func:`atomic_fit` in every subclass
+    #: that defines them.
+    _atomic_methods = ("fit", "fit_counts")
+
+    def __init_subclass__(cls, **kwargs):
+        super().__init_subclass__(**kwargs)
+        for name in cls._atomic_methods:
+            method = cls.__dict__.get(name)
+            if callable(method) and not getattr(method, "__atomic_fit__", False):
+                setattr(cls, name, atomic_fit(method))
+
     def _set_loop_parameters(self, n_iter, burn_in, thin, n_chains, n_jobs, warm_start,
                              random_state, verbose):
         """Store the loop parameters (for ``__init__``; ``sample_hyperparameters``, or
@@ -244,6 +364,9 @@ class BaseIBPSampler(BaseEstimator):
         if isinstance(solver, str):
             name = renamed_option(solver, RENAMED_SOLVERS, "solver")
             return get_solver(self._solver_model, name)()
+        # A solver of another model (a ddIBP solver for IBPFactorAnalysis, which takes
+        # duck-typed objects too) is refused here, naming ``solver``, before any data.
+        check_solver_model(solver, self._solver_model, type(self).__name__)
         # safe=False: an object without get_params (a duck-typed collapsed IBP solver) is
         # deep-copied.
         return clone(solver, safe=False)
@@ -288,7 +411,9 @@ class BaseIBPSampler(BaseEstimator):
         """
         continuing = self.warm_start and hasattr(self, "_chains")
         if continuing:
-            chains = self._chains
+            # A copy: the sweeps change a chain's state and generator in place, and a fit
+            # that fails must leave the previous fit as it was (see atomic_fit).
+            chains = copy.deepcopy(self._chains)
             if len(chains) != self.n_chains:
                 raise ValueError(
                     f"warm_start=True continues the previous {len(chains)} chain(s); "
@@ -371,7 +496,7 @@ class BaseIBPSampler(BaseEstimator):
                 if np.isnan(traces["log_joint"][c]).all():
                     break
         if old_traces is not None:
-            traces = {k: np.concatenate([old_traces[k], traces[k]], axis=1) for k in traces}
+            traces = _join_traces(old_traces, traces)
         self._chains = chains
         if not continuing:
             # Where the traces' burn-in ends, for convergence_summary: a warm start

@@ -10,6 +10,7 @@ import sklearn
 __all__ = [
     "AllocationTooLargeError",
     "NoFeaturesWarning",
+    "NonFiniteResultWarning",
     "SamplingInterruptedWarning",
     "SamplingStoppedError",
     "WorkersLostError",
@@ -80,3 +81,9 @@ class AllocationTooLargeError(ValueError, MemoryError):
     (code that catches running out of memory still catches it). See
     ``sklearn_ibp._memory`` for the limit and the ``SKLEARN_IBP_MAX_MEMORY`` variable.
     """
+
+
+class NonFiniteResultWarning(UserWarning):
+    """Warns that a fit ended with a non-finite (NaN or infinite) fitted attribute or
+    log-joint trace: the result is not usable as it is, and the message names what is
+    non-finite."""

@@ -27,7 +27,11 @@ def test_the_classes_keep_their_bases():
     assert issubclass(exceptions.SamplingStoppedError, RuntimeError)
     assert issubclass(exceptions.NoFeaturesWarning, UserWarning)
     assert issubclass(exceptions.SamplingInterruptedWarning, UserWarning)
-    assert set(exceptions.__all__) == {"NoFeaturesWarning", "SamplingInterruptedWarning",
+    assert issubclass(exceptions.NonFiniteResultWarning, UserWarning)
+    assert issubclass(exceptions.AllocationTooLargeError, ValueError)
+    assert issubclass(exceptions.AllocationTooLargeError, MemoryError)
+    assert set(exceptions.__all__) == {"AllocationTooLargeError", "NoFeaturesWarning",
+                                       "NonFiniteResultWarning", "SamplingInterruptedWarning",
                                        "SamplingStoppedError", "WorkersLostError"}
 
 

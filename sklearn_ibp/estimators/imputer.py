@@ -18,6 +18,7 @@ from sklearn.utils.validation import (
 )
 from threadpoolctl import threadpool_limits
 
+from ..base import atomic_fit
 from ..likelihoods.correlated_noise import (
     draw_missing,
     missing_count_groups,
@@ -271,6 +272,7 @@ class IBPImputer(_BaseImputer):
 
     # -- fitting ------------------------------------------------------------------------
     # Not skipped: the wrapped estimator's fit validates its own parameters.
+    @atomic_fit  # all or nothing, like the sampling estimators' fits
     @_fit_context(prefer_skip_nested_validation=False)
     def fit(self, X, y=None):
         """Fit the latent feature model to the observed entries of ``X``.
