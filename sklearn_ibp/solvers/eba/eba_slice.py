@@ -48,39 +48,12 @@ from ._eba_slice_kernels import (
     fill_advantages,
     ibp_log_prob_packed,
     total_log_likelihood,
-    update_aspects,
+    update_aspects_and_drop_empty,
     update_weights,
     update_weights_from_prior,
 )
 
 __all__ = ["SliceEBA", "EBAState"]
-
-
-def _sort_by_sticks(state, K):
-    """The first ``K`` represented aspects (columns of ``Z``, rows of ``W``, counts,
-    sticks) put in decreasing stick order, ties in index order (a stable sort), as
-    ``_feature_slot_kernels.sort_by_sticks`` does: the row updates then visit them in an
-    order that depends on the sticks only (Görür 2007, sec. 4.2.6, Algorithm 16)."""
-    order = np.argsort(-state.sticks[:K], kind="stable")
-    state.Z[:, :K] = state.Z[:, order]
-    state.W[:K] = state.W[order]
-    state.counts[:K] = state.counts[order]
-    state.sticks[:K] = state.sticks[order]
-
-
-def _drop_empty(state, K):
-    """The change back to the IBP representation: the empty aspects among the first ``K``
-    removed, the active ones moved to the front in order, the freed slots of ``Z``, ``W``
-    and ``counts`` zeroed (the sticks beyond are left as they are), as
-    ``_feature_slot_kernels.compact_values`` and ``compact_features`` do. Returns the
-    number of active aspects."""
-    live = state.counts[:K] > 0
-    n_live = int(np.count_nonzero(live))
-    state.sticks[:n_live] = state.sticks[:K][live]
-    for M in (state.Z.T, state.W, state.counts):
-        M[:n_live] = M[:K][live]
-        M[n_live:K] = 0
-    return n_live
 
 
 def _to_stick_breaking(state, K, rng):
@@ -397,10 +370,10 @@ class SliceEBA(Solver):
             # is raised to it, as the starting weights are: 0 is outside the support.
             state.W[K:total, 0] = np.maximum(
                 rng.gamma(state.weight_shape, 1.0, total - K), WEIGHT_FLOOR)
-        _sort_by_sticks(state, total)
-        update_aspects(state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
-                       state.sticks, total, level, state.lapse, rng)
-        K = _drop_empty(state, total)
+        K = update_aspects_and_drop_empty(
+            state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
+            state.sticks, total, level, state.lapse, rng,
+        )
         state.n_features = int(K)
         eta = float(np.exp(state.log_eta))
         accepted = 0
