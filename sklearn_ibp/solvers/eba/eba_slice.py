@@ -75,13 +75,10 @@ def _to_stick_breaking(state, K, rng):
     pred[:, 0] = 0.0
     for k in range(K):  # in the kernel's order: the same sums to the last bit
         pred[active[:, k] != 0, 0] += state.W[k, 0]
-    for k in range(K):
-        m = float(counts[k])
-        sticks[k] = rng.beta(m, 1.0 + N - m)
-    lowest = 1.0
-    for k in range(K):
-        if counts[k] > 0 and sticks[k] < lowest:
-            lowest = sticks[k]
+    if K:  # one vectorised draw: the same Beta draws, element by element, in order
+        m = counts[:K].astype(float)
+        sticks[:K] = rng.beta(m, 1.0 + N - m)
+    lowest = min(1.0, float(sticks[:K][counts[:K] > 0].min(initial=1.0)))
     u = rng.random()
     while u == 0.0:  # probability 2**-53 per draw
         u = rng.random()
