@@ -42,7 +42,6 @@ from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins, eba_probabilities
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from .._protocol import Solver
-from ..ibp_explicit._semi_ordered_slice_kernels import to_stick_breaking
 from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
     WEIGHT_FLOOR,
@@ -55,6 +54,38 @@ from ._eba_slice_kernels import (
 )
 
 __all__ = ["SliceEBA", "EBAState"]
+
+
+def _to_stick_breaking(state, K, rng):
+    """The change to the stick-breaking representation (Görür 2007, sec. 4.2.6, Algorithm
+    16, first step) for the ``K`` active aspects of a chain: their counts, the prediction
+    ``pred = Z W``, their sticks ``mu_k ~ Beta(m_k, 1 + N - m_k)`` (eq. 4.56), the slice
+    ``s ~ Uniform(0, min(1, min_k mu_k))`` (eq. 4.58), then empty aspects appended by
+    :func:`extend_sticks` until a stick falls below the slice.
+
+    The same draws, in the same order, as the shared numba kernel
+    ``_semi_ordered_slice_kernels.to_stick_breaking``, done here in NumPy: a few small
+    array operations once per sweep, which spares a cold first fit the compilation of
+    that kernel and of its Beta sampler. Returns ``(n_features, level, done)``.
+    """
+    Z, counts, sticks, pred = state.Z, state.counts, state.sticks, state.pred
+    N = Z.shape[0]
+    active = Z[:, :K]
+    counts[:K] = np.count_nonzero(active, axis=0)
+    pred[:, 0] = 0.0
+    for k in range(K):  # in the kernel's order: the same sums to the last bit
+        pred[active[:, k] != 0, 0] += state.W[k, 0]
+    if K:  # one vectorised draw: the same Beta draws, element by element, in order
+        m = counts[:K].astype(float)
+        sticks[:K] = rng.beta(m, 1.0 + N - m)
+    lowest = min(1.0, float(sticks[:K][counts[:K] > 0].min(initial=1.0)))
+    u = rng.random()
+    while u == 0.0:  # probability 2**-53 per draw
+        u = rng.random()
+    level = u * lowest
+    total, done = extend_sticks(Z, state.W, counts, sticks, K, K, level, state.alpha,
+                                PRIOR_EXPONENTIAL, _WEIGHT_PRIOR, rng)
+    return total, level, done
 
 #: ``Gamma(1, 1)`` = ``Exponential(rate 1)``: the weight prior, eq. 4.67, in the form the
 #: stick-breaking kernels draw new feature values from.
@@ -322,10 +353,7 @@ class SliceEBA(Solver):
         K = state.n_features
         if K + 1 > state.Z.shape[1]:
             _grow(state, 2 * state.Z.shape[1])
-        total, level, done = to_stick_breaking(
-            state.Z, state.W, state.pred, state.counts, state.sticks, K, state.alpha,
-            PRIOR_EXPONENTIAL, _WEIGHT_PRIOR, rng,
-        )
+        total, level, done = _to_stick_breaking(state, K, rng)
         while not done:
             _grow(state, 2 * state.Z.shape[1])
             total, done = extend_sticks(state.Z, state.W, state.counts, state.sticks, total,

@@ -433,7 +433,11 @@ def ibp_rows(
     cat_order = np.empty(Lcap, dtype=np.int64)
     own = np.empty(Kcap, dtype=np.int64)
     order = np.empty(Kcap, dtype=np.int64)
-    log_count = np.log(np.arange(N + 1.0))  # log n, for the IBP prior odds of c_nl
+    # log n, for the IBP prior odds of c_nl (a loop: no array expression to compile)
+    log_count = np.empty(N + 1)
+    log_count[0] = -np.inf
+    for i in range(1, N + 1):
+        log_count[i] = math.log(float(i))
     own_categories = np.empty(Lcap, dtype=np.int64)
     seen = np.empty(Kcap, dtype=np.int8)
     for n in range(start, N):
@@ -604,8 +608,9 @@ def ibp_rows(
         base = counts[K_SLOTS]  # == K_slots: new features were drawn into these slots
         for t in range(n_feat):
             links[base + t] = 0
-            S[:, base + t] = 0
-            Z[:, base + t] = 0
+            for i in range(N):  # element loops: no broadcasting to compile
+                S[i, base + t] = 0
+                Z[i, base + t] = 0
         for j in range(n_cat):
             cat = counts[L_SLOTS]
             counts[L_SLOTS] += 1
@@ -744,8 +749,9 @@ def _own_features_move(
         k = K_slots + t
         M[cat, k] = 1
         links[k] = 1
-        S[:, k] = 0
-        Z[:, k] = 0
+        for i in range(S.shape[0]):  # element loops: no broadcasting to compile
+            S[i, k] = 0
+            Z[i, k] = 0
         for i in range(n_members):
             n = members[i]
             S[n, k] = 1
