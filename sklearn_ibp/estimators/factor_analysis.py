@@ -550,6 +550,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         variation as noise and adds features as the data support them, which is far
         quicker than shedding the many features a small noise level first creates.
         """
+        self._check_scales(Xc)
         scale = float(np.nanstd(Xc))
         if not np.isfinite(scale) or scale <= 0.0:
             scale = 1.0
@@ -565,6 +566,43 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
             "sigma_x": float(self.sigma_x) if self.sigma_x is not None else noise,
             "sigma_a": float(self.sigma_a) if self.sigma_a is not None else 0.75 * scale,
         }
+
+    #: Data whose root mean square lies outside [2^-100, 2^100] (about 7.9e-31 to
+    #: 1.3e30), and ``sigma_x``, ``sigma_a`` more than 2^100 away from it, are refused:
+    #: the samplers square these scales and square them again (``s_x^4``), which
+    #: overflows or underflows beyond. Inside the range the default priors are scaled
+    #: by the data, and the fit of ``X * 2**k`` is the fit of ``X`` scaled (measured
+    #: bit for bit for ``k`` in [-100, 100]).
+    _SCALE_RANGE = 2.0**100
+
+    def _check_scales(self, Xc) -> None:
+        """Refuse data, ``sigma_x`` or ``sigma_a`` on scales the samplers cannot hold."""
+        if self._likelihood_name == "noisy_or":
+            return
+        limit = self._SCALE_RANGE
+        peak = float(np.nanmax(np.abs(Xc))) if Xc.size else 0.0
+        if peak > 0.0:
+            # Divide by the largest entry first so the squares cannot overflow.
+            rms = peak * float(np.sqrt(np.nanmean((Xc / peak) ** 2)))
+            if not 1.0 / limit <= rms <= limit:
+                raise ValueError(
+                    f"X's entries have a root mean square of {rms:.3g}; "
+                    f"{type(self).__name__} models data whose scale lies in "
+                    f"[{1.0 / limit:.2g}, {limit:.2g}]. Rescale X (e.g. divide it by its "
+                    "standard deviation): with the default sigma_x and sigma_a the priors "
+                    "follow the data's scale, so the fit of the rescaled X is the fit of X "
+                    "in other units."
+                )
+        else:
+            rms = 1.0
+        for name in ("sigma_x", "sigma_a"):
+            value = getattr(self, name)
+            if value is not None and not rms / limit <= float(value) <= rms * limit:
+                raise ValueError(
+                    f"{name}={float(value):.3g} is too far from the scale of X (root mean "
+                    f"square {rms:.3g}); {name} must lie in [{rms / limit:.3g}, "
+                    f"{rms * limit:.3g}]. Leave it None to set it from the data."
+                )
 
     def _starting_parameters(self, lik, X, observed, hyper) -> dict:
         """The likelihood's parameters an explicit-feature chain starts from.

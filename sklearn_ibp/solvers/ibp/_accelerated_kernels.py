@@ -201,10 +201,15 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
             if Z[r, k] != 0:
                 s += cov[j, k]
         u[j] = s
+    n_on = 0
     for k in range(K):
         if Z[r, k] != 0:
             zu += u[k]
-    c0 = sigma_x2 - zu
+            n_on += 1
+    # c0 = s_x^4 / (s_x^2 + z S_-r z) > 0, and S_-r <= s_a^2 I (the posterior is tighter
+    # than the prior), so c0 >= s_x^4 / (s_x^2 + |z| s_a^2). With s_a >> s_x the
+    # subtraction below cancels to zero or less: hold it at that bound.
+    c0 = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
     for j in range(K):
         t[j] = u[j] * sigma_x2 / c0  # S_-r z
     c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z

@@ -41,7 +41,7 @@ def _log_lik(Minv, logdet, cross, sq_norm, n_rows, n_features, sigma_x, sigma_a)
 
 
 @njit(cache=True)
-def _rank_one(Minv, z, n_features, sign, u, out):
+def _rank_one(Minv, z, n_features, sign, u, out, ratio):
     """``out = (M + sign z z^T)^{-1}`` from ``Minv``; returns ``log`` of the determinant factor."""
     K = n_features
     zu = 0.0
@@ -51,10 +51,16 @@ def _rank_one(Minv, z, n_features, sign, u, out):
             if z[j] != 0:
                 s += Minv[i, j]
         u[i] = s
+    n_on = 0
     for i in range(K):
         if z[i] != 0:
             zu += u[i]
+            n_on += 1
     c = 1.0 + sign * zu
+    if sign < 0.0:
+        # Removing a row: c = 1 / (1 + z M_-r^{-1} z) >= ratio / (ratio + |z|) as
+        # M_-r >= ratio I; the subtraction cancels to zero or less when ratio is tiny.
+        c = max(c, ratio / (ratio + n_on))
     for i in range(K):
         for j in range(K):
             out[i, j] = Minv[i, j] - sign * u[i] * u[j] / c
@@ -135,7 +141,7 @@ def sweep_collapsed(
             z[k] = Z[n, k]
         # Take row n out: M_-n = M - z z^T.
         if K > 0:
-            logdet += _rank_one(Minv, z, K, -1.0, u, Mtmp)
+            logdet += _rank_one(Minv, z, K, -1.0, u, Mtmp, ratio)
             for i in range(K):
                 for j in range(K):
                     Minv[i, j] = Mtmp[i, j]
@@ -152,7 +158,7 @@ def sweep_collapsed(
             log_p = np.empty(2)
             for value in range(2):
                 z[k] = value
-                ld = logdet + _rank_one(Minv, z, K, 1.0, u, Mtmp)
+                ld = logdet + _rank_one(Minv, z, K, 1.0, u, Mtmp, ratio)
                 for i in range(K):
                     for d in range(D):
                         ctmp[i, d] = cross[i, d]
@@ -209,7 +215,7 @@ def sweep_collapsed(
             _move_cross(cross, z, x, K, 1.0)
             logdet = _full_inverse(gram, K, ratio, Minv)
         elif K > 0:
-            logdet += _rank_one(Minv, z, K, 1.0, u, Mtmp)
+            logdet += _rank_one(Minv, z, K, 1.0, u, Mtmp, ratio)
             for i in range(K):
                 for j in range(K):
                     Minv[i, j] = Mtmp[i, j]

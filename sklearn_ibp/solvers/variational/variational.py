@@ -52,6 +52,16 @@ __all__ = [
 _LOG_2PI = np.log(2.0 * np.pi)
 
 
+_SQRT_EPS = float(np.sqrt(np.finfo(np.float64).eps))
+
+
+def _data_scale(Xo, observed) -> float:
+    """Root mean square of the observed entries (1 for all-zero data)."""
+    n = float(observed.sum())
+    scale = float(np.sqrt(np.sum(Xo * Xo * observed) / n)) if n > 0 else 0.0
+    return scale if np.isfinite(scale) and scale > 0.0 else 1.0
+
+
 @dataclass
 class VariationalState:
     """The variational parameters and the fit's record.
@@ -445,9 +455,13 @@ class VariationalIBP(Solver):
         state.tau = self._update_sticks(state.tau, counts, N, state.alpha)
         if self.update_hyperparameters and temperature == 1.0:
             state.alpha = self._update_alpha(state.tau)
-            state.sigma_a = float(np.sqrt(np.mean(var + mean**2)))
+            # Below sqrt(machine epsilon) of the data's scale the expected squared error
+            # is rounding noise: data a feature fits exactly (a constant X) would drive
+            # sigma_x to 0 and the bound to a division by zero.
+            floor = _SQRT_EPS * _data_scale(Xo, observed)
+            state.sigma_a = max(float(np.sqrt(np.mean(var + mean**2))), floor)
             sq = self._expected_squared_error(state, Xo, observed)
-            state.sigma_x = float(np.sqrt(sq / observed.sum()))
+            state.sigma_x = max(float(np.sqrt(sq / observed.sum())), floor)
 
     @staticmethod
     def _expected_squared_error(state, Xo, observed):
