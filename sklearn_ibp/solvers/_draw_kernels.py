@@ -107,10 +107,34 @@ def random_order(n, out, rng):
         out[i], out[j] = out[j], out[i]
 
 
+#: Rejection tries of :func:`truncated_poisson` before it draws by inversion.
+_POISSON_TRIES = 1000
+
+
 @njit(cache=True)
 def truncated_poisson(rate, k_max, rng):
-    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max`` (by rejection)."""
-    while True:
+    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max``.
+
+    By rejection, which almost always accepts at once; when ``rate`` is so large that
+    ``k_max`` is far in the lower tail (a thousand tries failed), by inversion of the
+    truncated distribution's CDF, computed in log space. Either way the draw is exact, and
+    the loop is bounded (rejection alone spun forever, e.g. on a two-row
+    ``NoisyOrHierarchy`` whose ``alpha / N`` grew large).
+    """
+    for _ in range(_POISSON_TRIES):
         k = rng.poisson(rate)
         if k <= k_max:
             return k
+    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max; the largest is p_k_max
+    # when rate > k_max, the case that gets here.
+    log_rate = math.log(rate)
+    top = k_max * log_rate - math.lgamma(k_max + 1.0)
+    total = 0.0
+    for k in range(k_max + 1):
+        total += math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+    u = rng.random() * total
+    for k in range(k_max + 1):
+        u -= math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+        if u <= 0.0:
+            return k
+    return k_max

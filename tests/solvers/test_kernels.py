@@ -73,3 +73,21 @@ def test_lowest_stick_log_ratio():
             assert got == pytest.approx(expected, abs=1e-14), (k, n_features)
     assert add_lowest_stick_log_ratio(0.5, 3, counts, sticks, 4) == pytest.approx(
         0.5 + np.log(0.3 / 0.2))
+
+
+@pytest.mark.parametrize("rate, k_max", [(2.0, 3), (50.0, 3), (1e6, 2)])
+def test_truncated_poisson_is_exact_and_bounded(rate, k_max):
+    # Rate 2: rejection accepts; rates 50 and 1e6: k_max is far in the lower tail, where
+    # rejection alone never returned (a two-row NoisyOrHierarchy hung), so the draw is
+    # by inversion. Both must give Poisson(rate) conditioned on k <= k_max.
+    from sklearn_ibp.solvers._draw_kernels import truncated_poisson
+
+    rng = np.random.default_rng(0)
+    draws = np.array([truncated_poisson(rate, k_max, rng) for _ in range(4000)])
+    assert draws.min() >= 0 and draws.max() <= k_max
+    log_p = poisson.logpmf(np.arange(k_max + 1), rate)
+    expected = np.exp(log_p - log_p.max())
+    expected /= expected.sum()
+    observed = np.bincount(draws, minlength=k_max + 1) / draws.size
+    # 4000 draws: a binomial standard error of at most 0.008; 0.035 is over 4 of them.
+    np.testing.assert_allclose(observed, expected, atol=0.035)
