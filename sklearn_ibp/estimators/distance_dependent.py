@@ -166,6 +166,11 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
     beta = 1.0
     likelihood = "gaussian"
     _solver_model = "ddibp"
+    #: The dd-IBP's sampler never forms ``sigma**4``: it takes data whose root mean square
+    #: lies in [2^-332, 2^332] (about 1e-100 to 1e100, the range of the other Gaussian
+    #: models, ``_scale.check_data_scale``) and checks ``sigma_x**2``, ``sigma_a**2`` and
+    #: their ratio itself (``GibbsDDIBP``).
+    _SCALE_RANGE = 2.0**332
 
     def _validate_rows(self, X, *, reset):
         """``X`` as a float array. NaN marks a missing data entry; with

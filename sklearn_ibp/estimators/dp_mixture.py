@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import copy
-import warnings
 from numbers import Integral, Real
 
 import numpy as np
@@ -20,6 +19,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._memory import check_allocation
 from ..base import BaseIBPSampler, document_loop_parameters
+from ..exceptions import warn_at_caller
 from ..likelihoods.conditionally_conjugate import ConditionallyConjugateBase
 from ..likelihoods.normal_wishart import NormalWishartBase
 from ..priors.ibp import as_random_source
@@ -296,12 +296,12 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                     f"alpha ({self.alpha:g}), which sets the starting number of clusters"),
         )
         if D > _LARGE_N_FEATURES:
-            warnings.warn(
+            warn_at_caller(
                 f"DPMixture with n_features={D}: a sweep costs O(n_features**3) per cluster "
                 "(a D x D Cholesky factor and Wishart draw each); one sweep took about 7.6 "
                 "CPU s at n_features=1000 and 8 times that at 2000 (50 rows). Reduce the "
                 "features first (e.g. PCA in a Pipeline), or pass verbose=1 to see progress.",
-                UserWarning, stacklevel=4,
+                UserWarning,
             )
 
     def _point_sample(self, X, base):

@@ -127,16 +127,34 @@ def test_conditionally_conjugate_takes_more_features_than_rows():
 
 
 @pytest.mark.parametrize("params, phrase", [
-    ({"sigma_x": 1e-300, "sample_hyperparameters": False}, r"sigma_x\*\*2 = 1e-600"),
-    ({"sigma_x": 1e300, "sample_hyperparameters": False}, r"sigma_x\*\*2 = 1e600"),
-    ({"sigma_a": 1e-300}, r"sigma_a\*\*2 = 1e-600"),
-    ({"sigma_a": 1e300}, r"sigma_a\*\*2 = 1e600"),
+    ({"sigma_x": 1e-300, "sample_hyperparameters": False}, r"sigma_x=1e-300 is too far"),
+    ({"sigma_x": 1e300, "sample_hyperparameters": False}, r"sigma_x=1e\+300 is too far"),
+    ({"sigma_a": 1e-300}, r"sigma_a=1e-300 is too far"),
+    ({"sigma_a": 1e300}, r"sigma_a=1e\+300 is too far"),
     ({"sigma_x": 1e-70, "sigma_a": 1e70}, r"\(sigma_x / sigma_a\)\*\*2 = 1e-280"),
 ])
 def test_ddibp_refuses_noise_scales_that_overflow(params, phrase):
-    # before: ZeroDivisionError from inside sweep_ownership, OverflowError in _refresh
+    # before: ZeroDivisionError from inside sweep_ownership, OverflowError in _refresh;
+    # a scale too far from the data's is refused by the estimator, a ratio whose square
+    # underflows by the solver
     with pytest.raises(ValueError, match=phrase):
         DistanceDependentIBP(n_iter=2, random_state=0, **params).fit(X)
+
+
+@pytest.mark.parametrize("sigma_x, sigma_a, phrase", [
+    (1e-300, 1.0, r"sigma_x\*\*2 = 1e-600"),
+    (1e300, 1.0, r"sigma_x\*\*2 = 1e600"),
+    (1.0, 1e-300, r"sigma_a\*\*2 = 1e-600"),
+    (1.0, 1e300, r"sigma_a\*\*2 = 1e600"),
+    (1e-70, 1e70, r"\(sigma_x / sigma_a\)\*\*2 = 1e-280"),
+])
+def test_ddibp_solver_guards_its_own_noise_scales(sigma_x, sigma_a, phrase):
+    # the solver is public API too: a hyperparameter given to it directly is checked there
+    from sklearn_ibp.solvers.ddibp.ddibp_gibbs import _check_noise_scales
+
+    with pytest.raises(ValueError, match=phrase):
+        _check_noise_scales(sigma_x, sigma_a)
+    _check_noise_scales(0.5, 2.0)  # an ordinary pair passes
 
 
 def test_ddibp_logistic_calibration_with_a_far_negative_offset_is_finite():
