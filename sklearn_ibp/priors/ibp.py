@@ -16,6 +16,8 @@ import numpy as np
 from scipy.special import betaln, gammaln
 from sklearn.utils import check_random_state
 
+from .._memory import check_allocation
+
 __all__ = [
     "expected_n_features",
     "existing_feature_log_odds",
@@ -253,7 +255,32 @@ def sample_ibp(n_samples: int, alpha: float, beta: float = 1.0, random_state=Non
     -------
     Z : ndarray of shape (n_samples, n_features), dtype int8
         Columns in order of first appearance.
+
+    Raises
+    ------
+    ValueError
+        For a negative or non-integer ``n_samples`` or a non-positive or non-finite
+        ``alpha`` or ``beta``.
+    AllocationTooLargeError
+        When the expected matrix (``n_samples`` rows by ``alpha`` times the harmonic rate
+        columns, plus the lists of dishes built row by row) exceeds the memory limit of
+        :func:`sklearn_ibp._memory.check_allocation`.
     """
+    if isinstance(n_samples, bool) or not isinstance(n_samples, (int, np.integer)) \
+            or n_samples < 0:
+        raise ValueError(f"n_samples must be a non-negative integer; got {n_samples!r}.")
+    for name, value in (("alpha", alpha), ("beta", beta)):
+        if not (np.isfinite(value) and value > 0):
+            raise ValueError(f"{name} must be a positive finite number; got {value!r}.")
+    N = int(n_samples)
+    expected_K = expected_n_features(N, alpha, beta)
+    # int8 Z of N x E[K], and the dishes of each row as Python list entries (about
+    # alpha of them per row, 8 bytes each).
+    check_allocation(
+        N * expected_K + 8.0 * N * alpha,
+        what=f"an IBP draw of {N} rows with about {expected_K:.3g} features",
+        advice=f"lower alpha ({alpha:g}) or n_samples ({N})",
+    )
     rng = as_random_source(random_state)
     counts: list[int] = []
     rows: list[list[int]] = []

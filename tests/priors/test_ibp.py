@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 from scipy.stats import poisson
 
+from sklearn_ibp.exceptions import AllocationTooLargeError
 from sklearn_ibp.priors.ibp import (
     existing_feature_log_odds,
     expected_n_features,
@@ -319,3 +320,24 @@ def test_smallest_truncation_bad_input():
         smallest_truncation(10, 0.0)
     with pytest.raises(ValueError, match="n_samples"):
         smallest_truncation(0, 1.0)
+
+
+@pytest.mark.parametrize("kwargs, phrase", [
+    ({"n_samples": -1, "alpha": 1.0}, "n_samples must be a non-negative integer"),
+    ({"n_samples": 2.5, "alpha": 1.0}, "n_samples must be a non-negative integer"),
+    ({"n_samples": 5, "alpha": 0.0}, "alpha must be a positive finite number"),
+    ({"n_samples": 5, "alpha": np.inf}, "alpha must be a positive finite number"),
+    ({"n_samples": 5, "alpha": 1.0, "beta": np.nan}, "beta must be a positive finite"),
+])
+def test_sample_ibp_refuses_bad_arguments(kwargs, phrase):
+    with pytest.raises(ValueError, match=phrase):
+        sample_ibp(random_state=0, **kwargs)
+
+
+def test_sample_ibp_checks_its_allocation_first(monkeypatch):
+    # alpha = 1e6 over 1000 rows expects about 7.5 million features: a 7.5 GB int8 matrix
+    # built from Python lists; refused before the first row is drawn.
+    monkeypatch.setenv("SKLEARN_IBP_MAX_MEMORY", "64M")
+    with pytest.raises(AllocationTooLargeError, match="lower alpha"):
+        sample_ibp(1000, 1e6, random_state=0)
+    assert sample_ibp(20, 3.0, random_state=0).shape[0] == 20  # small draws pass
