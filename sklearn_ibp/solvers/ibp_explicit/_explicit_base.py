@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from ..._memory import check_allocation
 from ...priors.ibp import ibp_log_prob, sample_alpha_posterior
 from .._feature_slot_kernels import compact_features
 from .._protocol import Solver
@@ -161,11 +162,27 @@ def new_explicit_state(X, observed, Z, A, alpha, params, capacity) -> ExplicitFe
     )
 
 
+def check_feature_capacity(n_rows: int, n_dims: int, capacity: int, alpha) -> None:
+    """Refuse feature slots whose arrays would exceed the memory limit.
+
+    ``capacity`` slots cost an int8 column of ``Z`` (``n_rows`` bytes), a float64 row of
+    ``A`` (``8 n_dims``) and a few float64/int64 per-feature entries; the explicit samplers
+    double their slots when a sweep runs out, so an ``alpha`` far above the data's
+    support could otherwise grow them until the machine runs out of memory.
+    """
+    check_allocation(
+        float(capacity) * (n_rows + 8.0 * n_dims + 32.0),
+        what=f"{capacity} feature slots of {n_rows} rows and {n_dims} columns",
+        advice=f"lower alpha ({float(alpha):g}), the expected number of features per row",
+    )
+
+
 def grow(state: ExplicitFeatureState, capacity: int) -> None:
     """Give ``Z`` and ``A`` room for at least ``capacity`` features (live ones kept)."""
     if capacity <= state.Z.shape[1]:
         return
     capacity = max(int(capacity), 2 * state.Z.shape[1])
+    check_feature_capacity(state.Z.shape[0], state.A.shape[1], capacity, state.alpha)
     K = state.n_features
     Z = np.zeros((state.Z.shape[0], capacity), dtype=np.int8)
     Z[:, :K] = state.Z[:, :K]

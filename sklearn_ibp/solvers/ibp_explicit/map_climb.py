@@ -43,6 +43,7 @@ from ._explicit_base import (
     ExplicitFeatureSolver,
     ExplicitFeatureState,
     check_explicit_likelihood,
+    check_feature_capacity,
     check_start_features,
     new_explicit_state,
     start_counts_and_prediction,
@@ -285,6 +286,7 @@ class MapClimbIBP(ExplicitFeatureSolver):
         old = state.stats["counts"]
         K, cap = state.n_features, state.Z.shape[1]
         new_cap = max(2 * cap, K + 8)
+        check_feature_capacity(state.Z.shape[0], state.A.shape[1], new_cap, state.alpha)
         Z = np.zeros((state.Z.shape[0], new_cap), dtype=np.int8)
         Z[:, :K] = state.Z[:, :K]
         A = np.zeros((new_cap, state.A.shape[1]))

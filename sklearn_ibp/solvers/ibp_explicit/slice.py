@@ -36,6 +36,7 @@ from ._explicit_base import (
     ExplicitFeatureState,
     check_explicit_inputs,
     check_explicit_likelihood,
+    check_feature_capacity,
     check_start_features,
     grow,
     new_explicit_state,
@@ -132,7 +133,7 @@ def to_stick_breaking(Z, A, alpha, likelihood, params, rng):
                                         prior_kind, prior, rng)
             if done:
                 break
-            Zs, As, sticks, cnt = _grown(Zs, As, sticks, cnt, 2 * Zs.shape[1])
+            Zs, As, sticks, cnt = _grown(Zs, As, sticks, cnt, 2 * Zs.shape[1], alpha)
         total -= 1  # the last empty stick is below every active one
     order = np.argsort(-sticks[:total], kind="stable")
     Zs[:, :total] = Zs[:, order]
@@ -141,9 +142,11 @@ def to_stick_breaking(Z, A, alpha, likelihood, params, rng):
     return sticks, Zs, As, total
 
 
-def _grown(Z, A, sticks, counts, cap):
-    """Copies of the chain arrays with ``cap`` slots."""
+def _grown(Z, A, sticks, counts, cap, alpha):
+    """Copies of the chain arrays with ``cap`` slots (checked against the memory limit:
+    a huge ``alpha`` breaks sticks above the slice level without end)."""
     N, old = Z.shape
+    check_feature_capacity(N, A.shape[1], cap, alpha)
     Z2 = np.zeros((N, cap), dtype=np.int8)
     Z2[:, :old] = Z
     A2 = np.zeros((cap, A.shape[1]))
@@ -211,7 +214,7 @@ class SliceIBP(ExplicitFeatureSolver):
         sticks, Zs, As, total = to_stick_breaking(Z, A, alpha, likelihood, params, rng)
         cap = max(int(self.capacity), Zs.shape[1])
         Zs, As, sticks, counts = _grown(Zs, As, sticks, Zs[:, :].sum(axis=0).astype(np.int64),
-                                        cap)
+                                        cap, alpha)
         state = new_explicit_state(X, observed, Z, A, alpha, params, cap)
         state.stats.update(
             sticks=sticks, stick_Z=Zs, stick_A=As, feature_counts=counts, n_sticks=total,
@@ -255,7 +258,7 @@ class SliceIBP(ExplicitFeatureSolver):
                 break
             (st["stick_Z"], st["stick_A"], st["sticks"], st["feature_counts"]) = _grown(
                 st["stick_Z"], st["stick_A"], st["sticks"], st["feature_counts"],
-                2 * st["stick_Z"].shape[1],
+                2 * st["stick_Z"].shape[1], alpha,
             )
         total = int(total)
         st["n_sticks"] = total
