@@ -48,3 +48,49 @@ def check_data_scale(values, *, estimator: str, name: str = "X") -> None:
             f"{'overflow' if top > 1 else 'underflow'} in float64). Rescale {name}, e.g. with "
             "sklearn.preprocessing.StandardScaler in a Pipeline, or divide it by a constant."
         )
+
+
+#: The largest ``n_samples * (sigma_a / sigma_x)**2`` a linear-Gaussian fit accepts for
+#: fixed ``sigma_x`` and ``sigma_a``: about the condition number of the features'
+#: posterior precision ``Z^T Z + (sigma_x / sigma_a)^2 I`` once two columns of ``Z``
+#: coincide, times float64's epsilon it is the relative error of its inverse. Measured
+#: (40 x 5 standard normal data, 20 sweeps of the accelerated sampler, fixed sigmas): with
+#: sigma_a / sigma_x up to 1e3 the number of features settles at the 40 an exact fit of 40
+#: rows needs; at 1e4 (40 * 1e8 = 4e9) it wanders up to about 100; at 1e5 and 1e6 rounding
+#: errors in the residuals, divided by sigma_x^2, add features without end (360 and 390
+#: after 20 sweeps).
+MAX_CONDITIONING = 1e11
+
+
+def check_noise_ratio(sigma_x, sigma_a, n_samples, *, estimator: str) -> None:
+    """Refuse fixed ``sigma_x`` and ``sigma_a`` whose ratio float64 cannot resolve.
+
+    Parameters
+    ----------
+    sigma_x, sigma_a : float or None
+        The noise and feature standard deviations the user fixed (None: set from the data,
+        not checked).
+    n_samples : int
+        The number of rows.
+    estimator : str
+        The estimator's name, for the message.
+
+    Raises
+    ------
+    ValueError
+        Naming both arguments, the product ``n_samples * (sigma_a / sigma_x)**2`` and
+        its limit :data:`MAX_CONDITIONING`.
+    """
+    if sigma_x is None or sigma_a is None:
+        return
+    ratio = float(sigma_a) / float(sigma_x)
+    conditioning = n_samples * ratio * ratio
+    if conditioning > MAX_CONDITIONING:
+        largest = float(np.sqrt(MAX_CONDITIONING / n_samples))
+        raise ValueError(
+            f"sigma_a={float(sigma_a):g} and sigma_x={float(sigma_x):g} are too far apart "
+            f"for {n_samples} rows: n_samples * (sigma_a / sigma_x)**2 = {conditioning:.3g} "
+            f"exceeds {MAX_CONDITIONING:g}, where rounding errors in float64 dominate the "
+            f"likelihood and {estimator} would add features without end. Use "
+            f"sigma_a / sigma_x <= {largest:.3g}, or leave sigma_x=None to be sampled."
+        )

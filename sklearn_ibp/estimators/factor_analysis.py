@@ -38,6 +38,7 @@ from ..solvers import (
     get_solver,
     registered_solvers,
 )
+from ._scale import check_noise_ratio
 
 __all__ = ["IBPFactorAnalysis"]
 
@@ -161,6 +162,9 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         and standard deviation of their exponential prior). None uses 0.75 times the
         standard deviation of the entries of ``X`` for ``"gaussian"`` and the mean
         absolute centred entry for ``"exponential"``. Must be None for ``"noisy_or"``.
+        Held fixed (``sample_hyperparameters=False``) with the Gaussian likelihood,
+        ``n_samples * (sigma_a / sigma_x)**2`` must not exceed 1e11: beyond, float64's
+        rounding errors dominate the likelihood and features multiply without end.
     max_features : int, "auto" or None, default=None
         Upper bound on the number of features (as ``n_components`` of
         :class:`~sklearn.mixture.BayesianGaussianMixture`): the IBP prior truncated to
@@ -560,12 +564,16 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         self._prior_variance = mean_square if np.isfinite(mean_square) and \
             mean_square > 0.0 else 1.0
         noise = scale if self.sample_hyperparameters else 0.25 * scale
-        return {
+        hyper = {
             "alpha": float(self.alpha),
             "beta": float(self.beta),
             "sigma_x": float(self.sigma_x) if self.sigma_x is not None else noise,
             "sigma_a": float(self.sigma_a) if self.sigma_a is not None else 0.75 * scale,
         }
+        if not self.sample_hyperparameters and self._likelihood_name == "gaussian":
+            check_noise_ratio(hyper["sigma_x"], hyper["sigma_a"], Xc.shape[0],
+                              estimator=type(self).__name__)
+        return hyper
 
     #: Data whose root mean square lies outside [2^-100, 2^100] (about 7.9e-31 to
     #: 1.3e30), and ``sigma_x``, ``sigma_a`` more than 2^100 away from it, are refused:

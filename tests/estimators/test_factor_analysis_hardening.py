@@ -8,6 +8,9 @@ import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
 from sklearn_ibp.exceptions import AllocationTooLargeError
+from sklearn_ibp.likelihoods import feature_posterior
+from sklearn_ibp.solvers import AcceleratedIBP, CollapsedIBP
+from tests.solvers._helpers import run_solver
 
 
 @pytest.fixture(scope="module")
@@ -46,19 +49,32 @@ def test_sigma_far_from_the_data_scale_is_refused(X, name):
         IBPFactorAnalysis(n_iter=2, random_state=0, **{name: 1e-300}).fit(X)
 
 
+def test_fixed_sigmas_too_far_apart_are_refused(X):
+    # sigma_a / sigma_x = 1e6 over 40 rows: the number of features grew without end
+    # (about 390 after 20 sweeps; an exact fit of 40 rows needs 40) from rounding errors
+    with pytest.raises(ValueError, match=r"too far apart for 40 rows.*sigma_a / sigma_x <= 5e\+04"):
+        IBPFactorAnalysis(sigma_x=1e-3, sigma_a=1e3, sample_hyperparameters=False,
+                          n_iter=2, random_state=0).fit(X)
+    # a ratio of 1e3 is fitted (the number of features settles at 40)
+    IBPFactorAnalysis(sigma_x=1e-3, sigma_a=1.0, sample_hyperparameters=False, n_iter=2,
+                      random_state=0).fit(X)
+
+
 # The sweeps at which the unbounded denominators first cancelled to zero (the collapsed
 # sampler in its first sweeps, the accelerated one after 20); K grows by tens of features a
-# sweep in this regime, so the collapsed sampler's O(K^3) sweeps are kept few.
-@pytest.mark.parametrize("solver, n_iter", [("accelerated", 30), ("collapsed", 3)])
-def test_tiny_noise_with_wide_features_runs_without_error(X, solver, n_iter):
+# sweep in this regime, so the collapsed sampler's O(K^3) sweeps are kept few. The
+# estimator refuses these sigmas; the solvers, driven directly, must still not divide by 0.
+@pytest.mark.parametrize("solver, n_sweeps", [(AcceleratedIBP(), 30), (CollapsedIBP(), 3)],
+                         ids=["accelerated", "collapsed"])
+def test_tiny_noise_with_wide_features_runs_without_error(X, solver, n_sweeps):
     # sigma_a / sigma_x = 1e6: the Sherman-Morrison denominators cancelled to zero
     # (ZeroDivisionError from inside the kernel) before they were held at their bound.
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        fit = IBPFactorAnalysis(sigma_x=1e-3, sigma_a=1e3, sample_hyperparameters=False,
-                                n_iter=n_iter, random_state=0, solver=solver).fit(X)
-    assert np.all(np.isfinite(fit.components_))
-    assert np.all(np.isfinite(fit.traces_["log_joint"][~np.isnan(fit.traces_["log_joint"])]))
+    hyper = dict(alpha=1.0, beta=1.0, sigma_x=1e-3, sigma_a=1e3)
+    state, log_joints = run_solver(solver, X, hyper, n_sweeps=n_sweeps, seed=0,
+                                   record=lambda s: solver.log_joint(s))
+    assert state.n_features > 0
+    assert np.all(np.isfinite(feature_posterior(X, state.active_Z, 1e-3, 1e3)[0]))
+    assert np.all(np.isfinite(log_joints))
 
 
 def test_variational_fit_of_constant_data_is_finite():
