@@ -177,6 +177,7 @@ samples_, traces_, n_iter_, interrupted_, n_features_in_
         ``metric="precomputed"`` the distance columns may hold ``inf`` (never linked)."""
         X = validate_data(
             self, X, dtype=np.float64, reset=reset, ensure_min_samples=2 if reset else 1,
+            order="C",
             ensure_all_finite=False if self.metric == "precomputed" else "allow-nan",
         )
         self._split_columns(X)  # checks the column blocks

@@ -253,7 +253,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         """
         continuing = self.warm_start and hasattr(self, "_chains")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
-                          reset=not continuing)
+                          reset=not continuing, order="C")
         check_data_scale(X, estimator="DPMixture")
         self._check_n_features_cost(X.shape)
         if continuing and not np.array_equal(X, self._X_train):
@@ -393,7 +393,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _check_new(self, X):
         check_is_fitted(self)
-        return validate_data(self, X, dtype=np.float64, reset=False)
+        return validate_data(self, X, dtype=np.float64, reset=False, order="C")
 
     def _log_resp(self, X):
         best = self._point

@@ -452,7 +452,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         continuing = self.warm_start and hasattr(self, "_chains")
         X = validate_data(
             self, X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2,
-            reset=not continuing,
+            reset=not continuing, order="C",
         )
         missing = np.isnan(X)
         _check_missing_pattern(missing)
@@ -778,7 +778,7 @@ class IBPFactorAnalysis(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseI
         """``X`` as a float array; NaN (a missing entry) is allowed, inf is not."""
         return validate_data(
             self, X, dtype=np.float64, ensure_all_finite="allow-nan", reset=reset,
-            ensure_min_samples=2 if reset else 1,
+            ensure_min_samples=2 if reset else 1, order="C",
         )
 
     def _new_row_prior(self, X):

@@ -236,7 +236,7 @@ class IBPImputer(_BaseImputer):
         """``X`` as a float array (float32 kept) and its mask of missing entries."""
         nan_missing = _is_nan(self.missing_values)
         X = validate_data(
-            self, X, dtype=FLOAT_DTYPES, reset=reset,
+            self, X, dtype=FLOAT_DTYPES, reset=reset, order="C",
             ensure_all_finite="allow-nan" if nan_missing else True,
             ensure_min_samples=2 if reset else 1,
         )

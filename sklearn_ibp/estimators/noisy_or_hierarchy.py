@@ -340,7 +340,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         continuing = self.warm_start and hasattr(self, "_chains")
         X = validate_data(
             self, X, dtype=np.float64, ensure_all_finite="allow-nan", ensure_min_samples=2,
-            reset=not continuing,
+            reset=not continuing, order="C",
         )
         missing = np.isnan(X)
         _check_missing_pattern(missing)
@@ -438,7 +438,7 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         """
         check_is_fitted(self)
         X = validate_data(self, X, dtype=np.float64, ensure_all_finite="allow-nan",
-                          reset=False)
+                          reset=False, order="C")
         missing = np.isnan(X)
         observed = (~missing).astype(np.uint8)
         X0 = np.ascontiguousarray(np.where(missing, 0.0, X))
