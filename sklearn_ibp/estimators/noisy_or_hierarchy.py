@@ -12,7 +12,7 @@ from sklearn.utils.validation import check_is_fitted, validate_data
 
 from .._deprecation import renamed_option
 from ..base import BaseIBPSampler, document_loop_parameters
-from ..exceptions import warn_at_caller
+from ..exceptions import NoFeaturesWarning, warn_at_caller
 from ..likelihoods import BinaryDetection, ExponentialGaussian, LinearGaussianFeatures
 from ..solvers import SolverNameOptions, SolverOf
 from ..solvers.hierarchy import GibbsHierarchy
@@ -364,6 +364,12 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         lik.check_data(X0, observed)
         if name != "detection":
             _check_scale(X0, name)
+            # The noise precision's Gamma(1, v) prior in units of the data (v the mean
+            # square of the observed entries), as IBPFactorAnalysis does: with v = 1 the
+            # fit of X * 1e-20 found features in noise that the fit of X does not.
+            mean_square = float(np.mean(X0[observed.astype(bool)] ** 2)) \
+                if observed.any() else 0.0
+            lik.prior_variance = mean_square if mean_square > 0.0 else 1.0
         if self.upper == "ibp":
             _check_prior_categories(self.alpha_categories, X.shape[0])
         if continuing and X.shape[0] != self._chains[0]["state"].X.shape[0]:
@@ -381,6 +387,15 @@ class NoisyOrHierarchy(ClassNamePrefixFeaturesOutMixin, TransformerMixin, BaseIB
         self._run_chains(X0, None, {}, solver, None)
         self._solver = solver
         self._set_posterior()
+        if self.n_components_ == 0:
+            warn_at_caller(
+                f"NoisyOrHierarchy ended its fit with no features: the "
+                f"likelihood={name!r} model explains every row by its noise alone, and "
+                "transform returns an array of shape (n_samples, 0). Try standardising X "
+                "(e.g. StandardScaler), larger alpha_categories or alpha_features, or more "
+                "iterations (n_iter).",
+                NoFeaturesWarning,
+            )
         return self
 
     def _set_posterior(self):

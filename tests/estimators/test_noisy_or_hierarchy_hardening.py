@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import NoisyOrHierarchy
+from sklearn_ibp.exceptions import NoFeaturesWarning
 
 X = np.random.default_rng(0).standard_normal((40, 5))
 
@@ -51,3 +52,36 @@ def test_growing_the_hierarchy_checks_its_memory(monkeypatch):
     monkeypatch.setenv("SKLEARN_IBP_MAX_MEMORY", "1K")
     with pytest.raises(AllocationTooLargeError, match="alpha_categories"):
         GibbsHierarchy._grow(state)
+
+
+def test_the_noise_prior_follows_the_data_scale():
+    # The noise precision's Gamma(1, v) prior had v = 1 whatever the data: X * 1e-20 then
+    # found 5.75 features on average over 8 chains where X found 1.1 (and X * 1e20 1.0).
+    # With v the data's mean square the scale no longer matters (1.4 and 1.75, measured).
+    from sklearn_ibp.datasets import make_correlated_block_images
+
+    X = make_correlated_block_images(n_samples=60, random_state=0)[0]
+    X = X - X.mean(axis=0)
+    fit = NoisyOrHierarchy(n_iter=1, likelihood="gaussian", random_state=0)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        fit.fit(X * 1e-20)
+    assert fit._likelihood.prior_variance == pytest.approx(np.mean((X * 1e-20) ** 2))
+
+    def mean_features(c):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.mean([NoisyOrHierarchy(n_iter=30, likelihood="gaussian",
+                                             random_state=seed).fit(X * c).n_components_
+                            for seed in range(8)])
+
+    assert abs(mean_features(1e-20) - mean_features(1.0)) < 2.0
+
+
+def test_a_fit_without_features_warns():
+    X = np.random.default_rng(0).standard_normal((40, 5))  # noise: no feature to find
+    with pytest.warns(NoFeaturesWarning, match="NoisyOrHierarchy ended its fit with no "
+                                               "features") as record:
+        fit = NoisyOrHierarchy(n_iter=20, random_state=0).fit(X)
+    assert fit.n_components_ == 0
+    assert record[0].filename == __file__
