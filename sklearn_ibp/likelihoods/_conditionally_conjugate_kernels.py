@@ -27,37 +27,6 @@ LOG_2PI = math.log(2.0 * math.pi)
 
 
 @njit(cache=True)
-def cluster_scatter(X, labels, n_clusters, centers, counts, sums, scatter):
-    """Per-cluster counts, sums and scatter about ``centers`` in one pass over the rows.
-
-    Sets ``counts[k] = n_k``, ``sums[k] = sum_{c_l = k} x_l`` and
-    ``scatter[k] = sum_{c_l = k} (x_l - centers[k]) (x_l - centers[k])^T`` for
-    ``k < n_clusters`` (the statistics of the conditionals of eqs. 3.66-3.67).
-    """
-    D = X.shape[1]
-    for k in range(n_clusters):
-        counts[k] = 0
-        for d in range(D):
-            sums[k, d] = 0.0
-            for e in range(D):
-                scatter[k, d, e] = 0.0
-    v = np.empty(D)
-    for i in range(X.shape[0]):
-        k = labels[i]
-        counts[k] += 1
-        for d in range(D):
-            sums[k, d] += X[i, d]
-            v[d] = X[i, d] - centers[k, d]
-        for d in range(D):
-            for e in range(d + 1):
-                scatter[k, d, e] += v[d] * v[e]
-    for k in range(n_clusters):
-        for d in range(D):
-            for e in range(d + 1, D):
-                scatter[k, d, e] = scatter[k, e, d]
-
-
-@njit(cache=True)
 def t_log_constant(beta, count, n_features, log_det_w):
     """The row-independent part of eq. 3.66 for a cluster of ``count`` rows.
 

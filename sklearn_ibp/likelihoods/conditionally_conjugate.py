@@ -38,7 +38,7 @@ from scipy.special import gammaln, multigammaln
 from scipy.stats import chi2, norm, qmc
 
 from .._memory import check_allocation
-from ._conditionally_conjugate_kernels import cluster_scatter, log_mean_density_cov
+from ._conditionally_conjugate_kernels import log_mean_density_cov
 from ._mixture_base import BaseMixtureComponents
 
 #: scipy's Sobol sequences go up to this many dimensions.
@@ -322,18 +322,30 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         return _gaussian_log_density(X, np.asarray(params["means"], dtype=float),
                                      np.asarray(params["precisions"], dtype=float))
 
-    def cluster_statistics(self, X, labels, n_clusters, centers=None):
-        """Counts, sums and scatter about ``centers`` (default the origin) of each cluster."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
+    def cluster_statistics(self, X, labels, n_clusters, centers=None, scatter=True):
+        """Counts, sums and scatter about ``centers`` (default the origin) of each cluster.
+
+        Each sum runs over the rows in order (``np.add.at`` adds them one after another);
+        ``scatter=False`` returns None for the scatter.
+        """
+        X = np.asarray(X, dtype=np.float64)
         D = self.n_features
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
-        centers = (np.zeros((n_clusters, D)) if centers is None
-                   else np.ascontiguousarray(centers, dtype=np.float64))
-        counts = np.zeros(n_clusters, dtype=np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        counts = np.bincount(labels, minlength=n_clusters).astype(np.int64)
         sums = np.zeros((n_clusters, D))
-        scatter = np.zeros((n_clusters, D, D))
-        cluster_scatter(X, labels, n_clusters, centers, counts, sums, scatter)
-        return counts, sums, scatter
+        np.add.at(sums, labels, X)
+        if not scatter:
+            return counts, sums, None
+        out = np.zeros((n_clusters, D, D))
+        # rows in chunks of at most ~2^20 products: the order of the sums is kept
+        step = max(1, (1 << 20) // max(1, D * D))
+        for start in range(0, X.shape[0], step):
+            rows = labels[start : start + step]
+            v = X[start : start + step]
+            if centers is not None:
+                v = v - np.asarray(centers, dtype=np.float64)[rows]
+            np.add.at(out, rows, v[:, :, None] * v[:, None, :])
+        return counts, sums, out
 
     def sample_means_given_precisions(self, X, labels, n_clusters, precisions, rng):
         """``mu_k | S_k, rows ~ N(P^{-1} (S_k sum_l x_l + R xi), P^{-1})``, ``P = n_k S_k + R``.
@@ -342,7 +354,7 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         ``n_clusters`` normal vectors from ``rng``.
         """
         S = np.ascontiguousarray(np.asarray(precisions, dtype=np.float64)[:n_clusters])
-        counts, sums, _ = self.cluster_statistics(X, labels, n_clusters)
+        counts, sums, _ = self.cluster_statistics(X, labels, n_clusters, scatter=False)
         D = self.n_features
         P = counts[:, None, None] * S + self.R
         b = np.broadcast_to(self._R_xi, (n_clusters, D)).copy()
