@@ -48,7 +48,7 @@ from ._eba_slice_kernels import (
     fill_advantages,
     ibp_log_prob_packed,
     total_log_likelihood,
-    update_aspects_and_drop_empty,
+    update_aspects,
     update_weights,
     update_weights_from_prior,
 )
@@ -188,6 +188,36 @@ def _grow(state: EBAState, capacity: int) -> None:
     sticks = np.zeros(capacity)
     sticks[:old] = state.sticks
     state.Z, state.W, state.counts, state.sticks = Z, W, counts, sticks
+
+
+def _sort_by_sticks(state: EBAState, K: int) -> None:
+    """Put the ``K`` represented aspects in decreasing stick order, ties in index order
+    (the stick-breaking representation of Görür 2007, Algorithm 16), so the row updates
+    visit them in an order that depends on the sticks only. NumPy from Python, once per
+    sweep: the same permutation as the package's insertion-sort kernel, without its
+    compilation in a first fit."""
+    order = np.argsort(-state.sticks[:K], kind="stable")
+    state.Z[:, :K] = state.Z[:, order]
+    state.W[:K] = state.W[order]
+    state.counts[:K] = state.counts[order]
+    state.sticks[:K] = state.sticks[order]
+
+
+def _drop_empty(state: EBAState, K: int) -> int:
+    """The change back to the IBP representation: the active aspects (``counts > 0``)
+    among the first ``K`` moved to the front in order, the freed slots of ``Z``, ``W`` and
+    ``counts`` zeroed (``sticks`` beyond the active ones left as they are). Returns the
+    number of active aspects."""
+    live = state.counts[:K] > 0
+    n_live = int(np.count_nonzero(live))
+    state.sticks[:n_live] = state.sticks[:K][live]
+    state.Z[:, :n_live] = state.Z[:, :K][:, live]
+    state.Z[:, n_live:K] = 0
+    state.W[:n_live] = state.W[:K][live]
+    state.W[n_live:K] = 0.0
+    state.counts[:n_live] = state.counts[:K][live]
+    state.counts[n_live:K] = 0
+    return n_live
 
 
 class SliceEBA(Solver):
@@ -367,10 +397,10 @@ class SliceEBA(Solver):
             # is raised to it, as the starting weights are: 0 is outside the support.
             state.W[K:total, 0] = np.maximum(
                 rng.gamma(state.weight_shape, 1.0, total - K), WEIGHT_FLOOR)
-        K = update_aspects_and_drop_empty(
-            state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
-            state.sticks, total, level, state.lapse, rng,
-        )
+        _sort_by_sticks(state, total)
+        update_aspects(state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
+                       state.sticks, total, level, state.lapse, rng)
+        K = _drop_empty(state, total)
         state.n_features = int(K)
         eta = float(np.exp(state.log_eta))
         accepted = 0
