@@ -139,14 +139,40 @@ def _bartlett_draws(dof, D, rng):
     """Bartlett's lower-triangular factors of ``len(dof)`` Wishart draws, one draw after
     another: the D chi-squares ``A_dd^2 ~ chi^2(dof - d)`` (as ``2 Gamma((dof - d)/2)``),
     then the ``D (D - 1) / 2`` normals below the diagonal row by row (the stream of every
-    Wishart draw of the package)."""
-    n = len(dof)
-    A = np.zeros((n, D, D))
+    Wishart draw of the package).
+
+    Small factors take one scalar call per number (cheaper than array calls for a handful
+    of numbers: the 300 prior draws of a sweep for D = 2 cost about 0.6 ms, not 3.5 ms);
+    larger ones two array calls per draw. Both give the same numbers as the one-by-one
+    draws of a kernel. (A numba kernel for these draws would cost a first fit about 1 CPU
+    s of compilation, numba's gamma sampler; these loops cost a default ``DPMixture`` fit
+    about 0.1 s.)
+    """
+    dofs = np.asarray(dof, dtype=np.float64).tolist()
+    n = len(dofs)
+    M = D * (D - 1) // 2
     idx = np.arange(D)
+    if D + M <= 6:
+        gamma, normal = rng.standard_gamma, rng.standard_normal
+        flat = []
+        append = flat.append
+        features, lower = range(D), range(M)
+        for dk in dofs:
+            for d in features:
+                append(gamma((dk - d) / 2.0))
+            for _ in lower:
+                append(normal())
+        draws = np.array(flat, dtype=np.float64).reshape(n, D + M)
+        gammas, normals = draws[:, :D], draws[:, D:]
+    else:
+        gammas, normals = np.empty((n, D)), np.empty((n, M))
+        for k, dk in enumerate(dofs):
+            rng.standard_gamma((dk - idx) / 2.0, out=gammas[k])
+            rng.standard_normal(out=normals[k])
+    A = np.zeros((n, D, D))
+    A[:, idx, idx] = np.sqrt(2.0 * gammas)
     rows, cols = np.tril_indices(D, -1)
-    for k in range(n):
-        A[k, idx, idx] = np.sqrt(2.0 * rng.standard_gamma((dof[k] - idx) / 2.0))
-        A[k, rows, cols] = rng.standard_normal(rows.size)
+    A[:, rows, cols] = normals
     return A
 
 

@@ -372,15 +372,17 @@ def test_batched_small_matrix_algebra_matches_numpy():
         np.linalg.solve(np.swapaxes(L, 1, 2), b[:, :, None])[:, :, 0], rtol=1e-10)
 
 
-def test_batched_wishart_is_the_reference_draw():
+@pytest.mark.parametrize("D", [2, 3, 5])  # scalar draws up to D = 3, array draws above
+def test_batched_wishart_is_the_reference_draw(D):
     """The batched Bartlett draws take the stream of ``_sample_wishart`` (chi-squares, then
     the normals below the diagonal) and give the same matrices up to rounding."""
-    M = np.linalg.cholesky(np.array([[2.0, 0.3, 0.1], [0.3, 1.0, 0.2], [0.1, 0.2, 0.5]]))
-    dof = np.array([4.0, 7.5])
-    got = _wishart_from_factors(M, _bartlett_draws(dof, 3, np.random.default_rng(5)))
+    B = np.random.default_rng(D).standard_normal((D, D))
+    M = np.linalg.cholesky(B @ B.T + np.eye(D))
+    dof = np.array([D + 1.0, D + 4.5, D + 0.5])
+    got = _wishart_from_factors(M, _bartlett_draws(dof, D, np.random.default_rng(5)))
     rng = np.random.default_rng(5)
     want = [_sample_wishart(d, M, rng) for d in dof]
-    np.testing.assert_allclose(got, want, rtol=1e-12)
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_small_matrix_kernels_match_numpy():

@@ -38,11 +38,9 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
 from ..._memory import check_allocation
-from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins, eba_probabilities
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from .._protocol import Solver
-from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
     WEIGHT_FLOOR,
     fill_advantages,
@@ -52,6 +50,7 @@ from ._eba_slice_kernels import (
     update_weights,
     update_weights_from_prior,
 )
+from ._sticks import extend_empty_sticks
 
 __all__ = ["SliceEBA", "EBAState"]
 
@@ -61,7 +60,8 @@ def _to_stick_breaking(state, K, rng):
     16, first step) for the ``K`` active aspects of a chain: their counts, the prediction
     ``pred = Z W``, their sticks ``mu_k ~ Beta(m_k, 1 + N - m_k)`` (eq. 4.56), the slice
     ``s ~ Uniform(0, min(1, min_k mu_k))`` (eq. 4.58), then empty aspects appended by
-    :func:`extend_sticks` until a stick falls below the slice.
+    :func:`~._sticks.extend_empty_sticks` (in Python) until a stick falls below the
+    slice.
 
     The same draws, in the same order, as the shared numba kernel
     ``_semi_ordered_slice_kernels.to_stick_breaking``, done here in NumPy: a few small
@@ -83,13 +83,9 @@ def _to_stick_breaking(state, K, rng):
     while u == 0.0:  # probability 2**-53 per draw
         u = rng.random()
     level = u * lowest
-    total, done = extend_sticks(Z, state.W, counts, sticks, K, K, level, state.alpha,
-                                PRIOR_EXPONENTIAL, _WEIGHT_PRIOR, rng)
+    total, done = extend_empty_sticks(Z, state.W, counts, sticks, K, K, level, state.alpha,
+                                      rng)
     return total, level, done
-
-#: ``Gamma(1, 1)`` = ``Exponential(rate 1)``: the weight prior, eq. 4.67, in the form the
-#: stick-breaking kernels draw new feature values from.
-_WEIGHT_PRIOR = np.array([1.0])
 
 #: The acceptance rate the weight proposals are tuned towards (sec. 4.5.2).
 TARGET_ACCEPTANCE = 0.5
@@ -386,11 +382,10 @@ class SliceEBA(Solver):
         total, level, done = _to_stick_breaking(state, K, rng)
         while not done:
             _grow(state, 2 * state.Z.shape[1])
-            total, done = extend_sticks(state.Z, state.W, state.counts, state.sticks, total,
-                                        K, level, state.alpha, PRIOR_EXPONENTIAL,
-                                        _WEIGHT_PRIOR, rng)
+            total, done = extend_empty_sticks(state.Z, state.W, state.counts, state.sticks,
+                                              total, K, level, state.alpha, rng)
         if state.weight_shape != 1.0:
-            # The stick-breaking kernels gave the new empty aspects Exponential(1)
+            # extend_empty_sticks gave the new empty aspects Exponential(1)
             # weights; under a Gamma(a, 1) prior they are drawn again from it (they are
             # independent of the sticks, so this is the same draw from the right prior).
             # A draw below WEIGHT_FLOOR (an underflow, often exactly 0 for a small shape)
