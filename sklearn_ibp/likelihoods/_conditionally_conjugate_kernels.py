@@ -222,3 +222,17 @@ def log_mean_density_cov(X, mean, cov_chols, half_logdets, out):
         for j in range(J):
             total += math.exp(values[j] - best)
         out[n] = best + math.log(total) - log_j
+
+
+@njit(cache=True)
+def bartlett_stream(dof, rng, gammas, normals):
+    """The random numbers of ``len(dof)`` Bartlett factors, one draw after another:
+    ``gammas[k, d] ~ Gamma((dof[k] - d) / 2)`` for ``d < D``, then ``normals[k]`` (the
+    ``D (D - 1) / 2`` standard normals below the diagonal, row by row)."""
+    D = gammas.shape[1]
+    M = normals.shape[1]
+    for k in range(dof.shape[0]):
+        for d in range(D):
+            gammas[k, d] = rng.standard_gamma((dof[k] - d) / 2.0)
+        for j in range(M):
+            normals[k, j] = rng.standard_normal()

@@ -38,7 +38,7 @@ from scipy.special import gammaln, multigammaln
 from scipy.stats import chi2, norm, qmc
 
 from .._memory import check_allocation
-from ._conditionally_conjugate_kernels import log_mean_density_cov
+from ._conditionally_conjugate_kernels import bartlett_stream, log_mean_density_cov
 from ._mixture_base import BaseMixtureComponents
 
 #: scipy's Sobol sequences go up to this many dimensions.
@@ -141,34 +141,16 @@ def _bartlett_draws(dof, D, rng):
     then the ``D (D - 1) / 2`` normals below the diagonal row by row (the stream of every
     Wishart draw of the package).
 
-    Small factors take one scalar call per number (cheaper than array calls for a handful
-    of numbers: the 300 prior draws of a sweep for D = 2 cost about 0.6 ms, not 3.5 ms);
-    larger ones two array calls per draw. Both give the same numbers as the one-by-one
-    draws of a kernel. (A numba kernel for these draws would cost a first fit about 1 CPU
-    s of compilation, numba's gamma sampler; these loops cost a default ``DPMixture`` fit
-    about 0.1 s.)
+    The numbers come from the kernel :func:`bartlett_stream` (about 1 CPU s of a first
+    fit's compilation, numba's gamma sampler): the prior draws of a sweep are ``N m``
+    factors, which one scalar generator call per number from Python would cost a default
+    ``DPMixture`` fit about 0.2 s.
     """
-    dofs = np.asarray(dof, dtype=np.float64).tolist()
-    n = len(dofs)
+    n = len(dof)
     M = D * (D - 1) // 2
     idx = np.arange(D)
-    if D + M <= 6:
-        gamma, normal = rng.standard_gamma, rng.standard_normal
-        flat = []
-        append = flat.append
-        features, lower = range(D), range(M)
-        for dk in dofs:
-            for d in features:
-                append(gamma((dk - d) / 2.0))
-            for _ in lower:
-                append(normal())
-        draws = np.array(flat, dtype=np.float64).reshape(n, D + M)
-        gammas, normals = draws[:, :D], draws[:, D:]
-    else:
-        gammas, normals = np.empty((n, D)), np.empty((n, M))
-        for k, dk in enumerate(dofs):
-            rng.standard_gamma((dk - idx) / 2.0, out=gammas[k])
-            rng.standard_normal(out=normals[k])
+    gammas, normals = np.empty((n, D)), np.empty((n, M))
+    bartlett_stream(np.ascontiguousarray(dof, dtype=np.float64), rng, gammas, normals)
     A = np.zeros((n, D, D))
     A[:, idx, idx] = np.sqrt(2.0 * gammas)
     rows, cols = np.tril_indices(D, -1)

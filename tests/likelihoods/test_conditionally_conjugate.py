@@ -372,7 +372,7 @@ def test_batched_small_matrix_algebra_matches_numpy():
         np.linalg.solve(np.swapaxes(L, 1, 2), b[:, :, None])[:, :, 0], rtol=1e-10)
 
 
-@pytest.mark.parametrize("D", [2, 3, 5])  # scalar draws up to D = 3, array draws above
+@pytest.mark.parametrize("D", [1, 2, 3, 5])
 def test_batched_wishart_is_the_reference_draw(D):
     """The batched Bartlett draws take the stream of ``_sample_wishart`` (chi-squares, then
     the normals below the diagonal) and give the same matrices up to rounding."""
