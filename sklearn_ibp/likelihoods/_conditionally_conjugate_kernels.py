@@ -20,46 +20,10 @@ import math
 import numpy as np
 from numba import njit
 
-from ._normal_wishart_kernels import (
-    bartlett_factor,
-    gram,
-    solve_lower_in_place,
-    solve_lower_transpose_in_place,
-)
+from ._normal_wishart_kernels import solve_lower_in_place, solve_lower_transpose_in_place
 
 LOG_PI = math.log(math.pi)
 LOG_2PI = math.log(2.0 * math.pi)
-
-
-@njit(cache=True)
-def cluster_scatter(X, labels, n_clusters, centers, counts, sums, scatter):
-    """Per-cluster counts, sums and scatter about ``centers`` in one pass over the rows.
-
-    Sets ``counts[k] = n_k``, ``sums[k] = sum_{c_l = k} x_l`` and
-    ``scatter[k] = sum_{c_l = k} (x_l - centers[k]) (x_l - centers[k])^T`` for
-    ``k < n_clusters`` (the statistics of the conditionals of eqs. 3.66-3.67).
-    """
-    D = X.shape[1]
-    for k in range(n_clusters):
-        counts[k] = 0
-        for d in range(D):
-            sums[k, d] = 0.0
-            for e in range(D):
-                scatter[k, d, e] = 0.0
-    v = np.empty(D)
-    for i in range(X.shape[0]):
-        k = labels[i]
-        counts[k] += 1
-        for d in range(D):
-            sums[k, d] += X[i, d]
-            v[d] = X[i, d] - centers[k, d]
-        for d in range(D):
-            for e in range(d + 1):
-                scatter[k, d, e] += v[d] * v[e]
-    for k in range(n_clusters):
-        for d in range(D):
-            for e in range(d + 1, D):
-                scatter[k, d, e] = scatter[k, e, d]
 
 
 @njit(cache=True)
@@ -261,71 +225,14 @@ def log_mean_density_cov(X, mean, cov_chols, half_logdets, out):
 
 
 @njit(cache=True)
-def _bartlett(dof, M, rng, A, B, out):
-    """``out ~ Wishart(dof, M M^T)`` as ``(M A)(M A)^T`` with Bartlett's lower-triangular
-    ``A`` (:func:`~._normal_wishart_kernels.bartlett_factor`)."""
-    D = M.shape[0]
-    bartlett_factor(dof, rng, A)
-    for i in range(D):
-        for j in range(D):
-            s = 0.0
-            for k in range(j, D):
-                s += M[i, k] * A[k, j]
-            B[i, j] = s
-    gram(B, out)
-
-
-@njit(cache=True)
-def sample_wishart(dof, factor, rng, out):
-    """``out[k] ~ Wishart(dof[k], M M^T)`` for a shared factor ``M`` (``E = dof M M^T``)."""
-    D = factor.shape[0]
-    A = np.empty((D, D))
-    B = np.empty((D, D))
-    for k in range(out.shape[0]):
-        _bartlett(dof[k], factor, rng, A, B, out[k])
-
-
-@njit(cache=True)
-def sample_precisions_given_means(counts, scatter, beta, beta_w, rng, out):
-    """``out[k] ~ Wishart(beta + n_k, (beta W + scatter_k)^{-1})`` (the conditional of
-    ``S_k`` given ``mu_k``; ``scatter_k`` about ``mu_k``)."""
-    D = beta_w.shape[0]
-    W_star = np.empty((D, D))
-    L = np.empty((D, D))
-    Linv = np.empty((D, D))
-    M = np.empty((D, D))
-    A = np.empty((D, D))
-    B = np.empty((D, D))
-    for k in range(out.shape[0]):
+def bartlett_stream(dof, rng, gammas, normals):
+    """The random numbers of ``len(dof)`` Bartlett factors, one draw after another:
+    ``gammas[k, d] ~ Gamma((dof[k] - d) / 2)`` for ``d < D``, then ``normals[k]`` (the
+    ``D (D - 1) / 2`` standard normals below the diagonal, row by row)."""
+    D = gammas.shape[1]
+    M = normals.shape[1]
+    for k in range(dof.shape[0]):
         for d in range(D):
-            for e in range(D):
-                W_star[d, e] = beta_w[d, e] + scatter[k, d, e]
-        cholesky_lower(W_star, L)
-        _lower_inverse(L, Linv)
-        for d in range(D):
-            for e in range(D):
-                M[d, e] = Linv[e, d]  # M = L^{-T}, M M^T = W*^{-1}
-        _bartlett(beta + counts[k], M, rng, A, B, out[k])
-
-
-@njit(cache=True)
-def sample_means_given_precisions(counts, sums, precisions, R, R_xi, rng, out):
-    """``out[k] ~ N(P^{-1} (S_k sums_k + R xi), P^{-1})`` with ``P = n_k S_k + R`` (the
-    conditional of ``mu_k`` given ``S_k``); D normals per cluster."""
-    D = R.shape[0]
-    P = np.empty((D, D))
-    L = np.empty((D, D))
-    m = np.empty(D)
-    for k in range(out.shape[0]):
-        for d in range(D):
-            s = R_xi[d]
-            for e in range(D):
-                P[d, e] = counts[k] * precisions[k, d, e] + R[d, e]
-                s += precisions[k, d, e] * sums[k, e]
-            m[d] = s
-        cholesky_lower(P, L)
-        solve_lower_in_place(L, m, D)
-        # mean + noise = L^{-T} (L^{-1} b + z)
-        for d in range(D):
-            out[k, d] = m[d] + rng.standard_normal()
-        solve_lower_transpose_in_place(L, out[k], D)
+            gammas[k, d] = rng.standard_gamma((dof[k] - d) / 2.0)
+        for j in range(M):
+            normals[k, j] = rng.standard_normal()

@@ -38,13 +38,7 @@ from scipy.special import gammaln, multigammaln
 from scipy.stats import chi2, norm, qmc
 
 from .._memory import check_allocation
-from ._conditionally_conjugate_kernels import (
-    cluster_scatter,
-    log_mean_density_cov,
-    sample_means_given_precisions,
-    sample_precisions_given_means,
-    sample_wishart,
-)
+from ._conditionally_conjugate_kernels import bartlett_stream, log_mean_density_cov
 from ._mixture_base import BaseMixtureComponents
 
 #: scipy's Sobol sequences go up to this many dimensions.
@@ -87,6 +81,97 @@ def _inverse_factor(matrices):
     """``L^{-T}`` for ``L = chol(matrices)``: a factor ``M`` with ``M M^T = matrices^{-1}``."""
     L = np.linalg.cholesky(matrices)
     return np.swapaxes(np.linalg.inv(L), -1, -2)
+
+
+# -- batched small-matrix algebra in NumPy --------------------------------------------------
+# The per-sweep parameter draws of this base (a few clusters, small D) were numba kernels;
+# their compile cost a first fit about 3.5 CPU s while they run once per sweep. These are the
+# same loops vectorised over the clusters (and over one row or column index), each entry summed
+# in the kernels' order, so the draws are the same numbers bit for bit; O(D^2) NumPy calls.
+
+
+def _batched_cholesky(A):
+    """Lower Cholesky factors of the stack ``A`` (K, D, D), the entries summed in the
+    order of the textbook loop (``cholesky_lower`` of the kernels)."""
+    K, D, _ = A.shape
+    L = np.zeros_like(A)
+    for j in range(D):
+        s = A[:, j, j].copy()
+        for k in range(j):
+            s -= L[:, j, k] * L[:, j, k]
+        djj = np.sqrt(s)
+        L[:, j, j] = djj
+        t = A[:, j + 1 :, j].copy()
+        for k in range(j):
+            t -= L[:, j + 1 :, k] * L[:, j, k][:, None]
+        L[:, j + 1 :, j] = t / djj[:, None]
+    return L
+
+
+def _batched_lower_inverse(L):
+    """``L^{-1}`` of the stack of lower-triangular ``L`` (K, D, D)."""
+    K, D, _ = L.shape
+    out = np.zeros_like(L)
+    for i in range(D):
+        s = np.zeros((K, i))
+        for k in range(i):
+            # entry (i, j) for j <= k: s -= L[i, k] out[k, j], k ascending from j
+            s[:, : k + 1] -= L[:, i, k][:, None] * out[:, k, : k + 1]
+        out[:, i, :i] = s / L[:, i, i][:, None]
+        out[:, i, i] = 1.0 / L[:, i, i]
+    return out
+
+
+def _batched_solve_lower(L, b, transpose=False):
+    """``L^{-1} b`` (or ``L^{-T} b``) for stacks ``L`` (K, D, D) and ``b`` (K, D), in place
+    of ``b`` by forward (back) substitution."""
+    D = L.shape[1]
+    rows = range(D - 1, -1, -1) if transpose else range(D)
+    for a in rows:
+        s = b[:, a].copy()
+        for c in (range(a + 1, D) if transpose else range(a)):
+            s -= (L[:, c, a] if transpose else L[:, a, c]) * b[:, c]
+        b[:, a] = s / L[:, a, a]
+    return b
+
+
+def _bartlett_draws(dof, D, rng):
+    """Bartlett's lower-triangular factors of ``len(dof)`` Wishart draws, one draw after
+    another: the D chi-squares ``A_dd^2 ~ chi^2(dof - d)`` (as ``2 Gamma((dof - d)/2)``),
+    then the ``D (D - 1) / 2`` normals below the diagonal row by row (the stream of every
+    Wishart draw of the package).
+
+    The numbers come from the kernel :func:`bartlett_stream` (about 1 CPU s of a first
+    fit's compilation, numba's gamma sampler): the prior draws of a sweep are ``N m``
+    factors, which one scalar generator call per number from Python would cost a default
+    ``DPMixture`` fit about 0.2 s.
+    """
+    n = len(dof)
+    M = D * (D - 1) // 2
+    idx = np.arange(D)
+    gammas, normals = np.empty((n, D)), np.empty((n, M))
+    bartlett_stream(np.ascontiguousarray(dof, dtype=np.float64), rng, gammas, normals)
+    A = np.zeros((n, D, D))
+    A[:, idx, idx] = np.sqrt(2.0 * gammas)
+    rows, cols = np.tril_indices(D, -1)
+    A[:, rows, cols] = normals
+    return A
+
+
+def _wishart_from_factors(M, A):
+    """``(M_k A_k)(M_k A_k)^T`` for stacks ``M`` (K, D, D) or one ``M`` (D, D) and
+    Bartlett's lower-triangular ``A`` (K, D, D); ``B = M A`` summed over ``k >= j`` in order,
+    then each entry of ``B B^T`` summed over ``k`` in order."""
+    K, D, _ = A.shape
+    M = np.broadcast_to(M, (K, D, D))
+    B = np.zeros((K, D, D))
+    for j in range(D):
+        for k in range(j, D):
+            B[:, :, j] += M[:, :, k] * A[:, k, j][:, None]
+    out = np.zeros((K, D, D))
+    for k in range(D):
+        out += B[:, :, k][:, :, None] * B[:, :, k][:, None, :]
+    return out
 
 
 def _gaussian_log_density(X, means, precisions):
@@ -236,10 +321,8 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
 
     def sample_prior_precisions(self, n, rng) -> np.ndarray:
         """``n`` precisions from ``Wishart(beta, (beta W)^{-1})`` (eq. 3.58)."""
-        D = self.n_features
-        out = np.empty((int(n), D, D))
-        sample_wishart(np.full(int(n), self.beta), self._prior_factor, rng, out)
-        return out
+        A = _bartlett_draws(np.full(int(n), self.beta), self.n_features, rng)
+        return _wishart_from_factors(self._prior_factor, A)
 
     def log_likelihood(self, X, params) -> np.ndarray:
         """``log N(x_n | mu_k, S_k^{-1})``, shape (N, K)."""
@@ -247,18 +330,30 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         return _gaussian_log_density(X, np.asarray(params["means"], dtype=float),
                                      np.asarray(params["precisions"], dtype=float))
 
-    def cluster_statistics(self, X, labels, n_clusters, centers=None):
-        """Counts, sums and scatter about ``centers`` (default the origin) of each cluster."""
-        X = np.ascontiguousarray(X, dtype=np.float64)
+    def cluster_statistics(self, X, labels, n_clusters, centers=None, scatter=True):
+        """Counts, sums and scatter about ``centers`` (default the origin) of each cluster.
+
+        Each sum runs over the rows in order (``np.add.at`` adds them one after another);
+        ``scatter=False`` returns None for the scatter.
+        """
+        X = np.asarray(X, dtype=np.float64)
         D = self.n_features
-        labels = np.ascontiguousarray(labels, dtype=np.int64)
-        centers = (np.zeros((n_clusters, D)) if centers is None
-                   else np.ascontiguousarray(centers, dtype=np.float64))
-        counts = np.zeros(n_clusters, dtype=np.int64)
+        labels = np.asarray(labels, dtype=np.int64)
+        counts = np.bincount(labels, minlength=n_clusters).astype(np.int64)
         sums = np.zeros((n_clusters, D))
-        scatter = np.zeros((n_clusters, D, D))
-        cluster_scatter(X, labels, n_clusters, centers, counts, sums, scatter)
-        return counts, sums, scatter
+        np.add.at(sums, labels, X)
+        if not scatter:
+            return counts, sums, None
+        out = np.zeros((n_clusters, D, D))
+        # rows in chunks of at most ~2^20 products: the order of the sums is kept
+        step = max(1, (1 << 20) // max(1, D * D))
+        for start in range(0, X.shape[0], step):
+            rows = labels[start : start + step]
+            v = X[start : start + step]
+            if centers is not None:
+                v = v - np.asarray(centers, dtype=np.float64)[rows]
+            np.add.at(out, rows, v[:, :, None] * v[:, None, :])
+        return counts, sums, out
 
     def sample_means_given_precisions(self, X, labels, n_clusters, precisions, rng):
         """``mu_k | S_k, rows ~ N(P^{-1} (S_k sum_l x_l + R xi), P^{-1})``, ``P = n_k S_k + R``.
@@ -267,20 +362,27 @@ class ConditionallyConjugateBase(BaseMixtureComponents):
         ``n_clusters`` normal vectors from ``rng``.
         """
         S = np.ascontiguousarray(np.asarray(precisions, dtype=np.float64)[:n_clusters])
-        counts, sums, _ = self.cluster_statistics(X, labels, n_clusters)
-        out = np.empty((n_clusters, self.n_features))
-        sample_means_given_precisions(counts, sums, S, self.R, self._R_xi, rng, out)
-        return out
+        counts, sums, _ = self.cluster_statistics(X, labels, n_clusters, scatter=False)
+        D = self.n_features
+        P = counts[:, None, None] * S + self.R
+        b = np.broadcast_to(self._R_xi, (n_clusters, D)).copy()
+        for e in range(D):
+            b += S[:, :, e] * sums[:, e][:, None]
+        L = _batched_cholesky(P)
+        _batched_solve_lower(L, b)
+        # mean + noise = L^{-T} (L^{-1} b + z)
+        out = b + rng.standard_normal((n_clusters, D))
+        return _batched_solve_lower(L, out, transpose=True)
 
     def sample_precisions_given_means(self, X, labels, n_clusters, means, rng):
         """``S_k | mu_k, rows ~ Wishart(beta + n_k, W*^{-1})``,
         ``W* = beta W + sum_l (x_l - mu_k)(x_l - mu_k)^T`` (the conjugate half for ``S``)."""
         means = np.asarray(means, dtype=np.float64)[:n_clusters]
         counts, _, scatter = self.cluster_statistics(X, labels, n_clusters, means)
-        D = self.n_features
-        out = np.empty((n_clusters, D, D))
-        sample_precisions_given_means(counts, scatter, self.beta, self._beta_W, rng, out)
-        return out
+        L = _batched_cholesky(self._beta_W + scatter)
+        M = np.swapaxes(_batched_lower_inverse(L), 1, 2)  # M M^T = W*^{-1}
+        A = _bartlett_draws(self.beta + counts, self.n_features, rng)
+        return _wishart_from_factors(M, A)
 
     def sample_posterior_all(self, X, labels, n_clusters, rng, params=None) -> dict:
         """One Gibbs scan ``mu | S`` then ``S | mu`` for every cluster.

@@ -9,7 +9,6 @@ import numpy as np
 from numba import njit
 
 
-@njit(cache=True)
 def compute_reachability(connections, owner):
     """Customers that reach ``owner`` along one dish's links (Gershman et al., sec. 2.2, step 3).
 
@@ -29,11 +28,27 @@ def compute_reachability(connections, owner):
     Returns
     -------
     reaches : bool array of shape (n_samples,)
+
+    Notes
+    -----
+    A Python function over the kernel :func:`reachability_into`, which allocates nothing
+    (so the kernels that call it compile no allocation of their own).
     """
+    connections = np.ascontiguousarray(connections, dtype=np.int64)
+    n = connections.shape[0]
+    state = np.empty(n, dtype=np.int8)
+    reachability_into(connections, np.int64(owner), state, np.empty(n, dtype=np.int64))
+    return state == 1
+
+
+@njit(cache=True)
+def reachability_into(connections, owner, state, path):
+    """:func:`compute_reachability` into ``state`` (int8, ``state[i] == 1`` iff customer
+    ``i`` reaches ``owner``, 2 otherwise); ``path`` is scratch of the same length."""
     n = connections.shape[0]
     # 0 unknown, 1 reaches the owner, 2 does not, 3 on the path being followed
-    state = np.zeros(n, dtype=np.int8)
-    path = np.empty(n, dtype=np.int64)
+    for i in range(n):
+        state[i] = 0
     state[owner] = 1
     for start in range(n):
         if state[start] != 0:
@@ -49,7 +64,6 @@ def compute_reachability(connections, owner):
         verdict = 1 if state[j] == 1 else 2
         for p in range(length):
             state[path[p]] = verdict
-    return state == 1
 
 
 @njit(cache=True)
@@ -58,7 +72,13 @@ def fill_feature_matrix(owners, connections, features):
 
     ``O(N K)``: :func:`compute_reachability` for each of the ``K`` columns.
     """
+    n = connections.shape[0]
+    column = np.empty(n, dtype=np.int64)
+    state = np.empty(n, dtype=np.int8)
+    path = np.empty(n, dtype=np.int64)
     for k in range(owners.shape[0]):
-        reaches = compute_reachability(connections[:, k], owners[k])
-        for i in range(connections.shape[0]):
-            features[i, k] = 1 if reaches[i] else 0
+        for i in range(n):
+            column[i] = connections[i, k]
+        reachability_into(column, np.int64(owners[k]), state, path)
+        for i in range(n):
+            features[i, k] = 1 if state[i] == 1 else 0

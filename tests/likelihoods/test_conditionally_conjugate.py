@@ -18,7 +18,6 @@ from scipy.stats import multivariate_normal
 
 from sklearn_ibp.likelihoods._conditionally_conjugate_kernels import (
     cholesky_lower,
-    cluster_scatter,
     gaussian_log_density_cov,
     log_mean_density_cov,
     log_predictive_given_mean,
@@ -26,7 +25,15 @@ from sklearn_ibp.likelihoods._conditionally_conjugate_kernels import (
     spd_inverse,
     t_log_constant,
 )
-from sklearn_ibp.likelihoods.conditionally_conjugate import ConditionallyConjugateBase
+from sklearn_ibp.likelihoods.conditionally_conjugate import (
+    ConditionallyConjugateBase,
+    _bartlett_draws,
+    _batched_cholesky,
+    _batched_lower_inverse,
+    _batched_solve_lower,
+    _sample_wishart,
+    _wishart_from_factors,
+)
 from tests.solvers.test_prior_recovery import batch_means_se
 
 HYPER_2D = {
@@ -335,17 +342,47 @@ def test_eq_3_67_kernel_matches_numpy(D):
                           rtol=1e-10)
 
 
-def test_cluster_scatter_kernel_matches_numpy():
+def test_cluster_statistics_match_numpy():
     rng = np.random.default_rng(11)
     X, labels = rng.standard_normal((50, 3)), rng.integers(0, 4, 50)
     centers = rng.standard_normal((4, 3))
-    counts, sums, scatter = np.empty(4, np.int64), np.empty((4, 3)), np.empty((4, 3, 3))
-    cluster_scatter(X, labels, 4, centers, counts, sums, scatter)
+    base = ConditionallyConjugateBase()
+    base.initialize(X, rng)
+    counts, sums, scatter = base.cluster_statistics(X, labels, 4, centers)
     for k in range(4):
         rows = X[labels == k]
         assert counts[k] == rows.shape[0]
         np.testing.assert_allclose(sums[k], rows.sum(axis=0))
         np.testing.assert_allclose(scatter[k], (rows - centers[k]).T @ (rows - centers[k]))
+
+
+def test_batched_small_matrix_algebra_matches_numpy():
+    rng = np.random.default_rng(13)
+    B = rng.standard_normal((5, 4, 4))
+    A = B @ np.swapaxes(B, 1, 2) + np.eye(4)
+    L = _batched_cholesky(A)
+    np.testing.assert_allclose(L, np.linalg.cholesky(A), rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(_batched_lower_inverse(L), np.linalg.inv(L), rtol=1e-10,
+                               atol=1e-12)
+    b = rng.standard_normal((5, 4))
+    np.testing.assert_allclose(_batched_solve_lower(L, b.copy()),
+                               np.linalg.solve(L, b[:, :, None])[:, :, 0], rtol=1e-10)
+    np.testing.assert_allclose(
+        _batched_solve_lower(L, b.copy(), transpose=True),
+        np.linalg.solve(np.swapaxes(L, 1, 2), b[:, :, None])[:, :, 0], rtol=1e-10)
+
+
+@pytest.mark.parametrize("D", [1, 2, 3, 5])
+def test_batched_wishart_is_the_reference_draw(D):
+    """The batched Bartlett draws take the stream of ``_sample_wishart`` (chi-squares, then
+    the normals below the diagonal) and give the same matrices up to rounding."""
+    B = np.random.default_rng(D).standard_normal((D, D))
+    M = np.linalg.cholesky(B @ B.T + np.eye(D))
+    dof = np.array([D + 1.0, D + 4.5, D + 0.5])
+    got = _wishart_from_factors(M, _bartlett_draws(dof, D, np.random.default_rng(5)))
+    rng = np.random.default_rng(5)
+    want = [_sample_wishart(d, M, rng) for d in dof]
+    np.testing.assert_allclose(got, want, rtol=1e-12, atol=1e-12)
 
 
 def test_small_matrix_kernels_match_numpy():

@@ -24,7 +24,7 @@ import math
 import numpy as np
 from numba import njit
 
-from ...priors._ddibp_kernels import compute_reachability
+from ...priors._ddibp_kernels import reachability_into
 
 #: Typed flags for calls between kernels (a literal True/False would compile the callee
 #: once for each value).
@@ -356,7 +356,6 @@ def _draw_on_side(new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, 
     return chosen
 
 
-@njit(cache=True)
 def sweep_connections(
     X, Z, links, owners, n_features, proximity, proximity_t, cum_proximity, Minv, G, cross,
     sigma_x, sigma_a, metropolis, rng,
@@ -401,85 +400,238 @@ def sweep_connections(
     ``n`` the number of nonzero entries of ``delta``. An update costs ``O(|upstream| (K + D)
     + n^2 + n D + log N)`` when the rows stay (plus a pass over a side's candidates when it
     is small), and ``O(K^2 + K D + N |upstream|)`` more when they switch.
+
+    A Python function: it allocates the kernels' work arrays and runs the Gibbs kernel or
+    the Metropolis one, so a fit compiles only the one it uses (and no allocation).
     """
     N, D = X.shape
-    K = n_features
     cap = Minv.shape[0]
-    ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
     R = np.empty((cap, cap))
     Gk = np.empty((cap, D))
-    col = np.empty(cap)
-    b = np.zeros(cap)
-    zX = np.empty(D)
-    Rb = np.zeros(cap)
-    u = np.empty(D)
-    u_alt = np.empty(D)
-    delta = np.zeros(cap)
+    # rows: col, b, R b, delta (b, R b and delta start at zero)
+    vec_cap = np.zeros((4, cap))
+    # rows: z^T X, u, u_alt
+    vec_d = np.empty((3, D))
     nz = np.empty(cap, dtype=np.int64)
-    head = np.empty(N, dtype=np.int64)
-    nxt = np.empty(N, dtype=np.int64)
-    prv = np.empty(N, dtype=np.int64)
-    stamp = np.zeros(N, dtype=np.int64)
-    mark = 0
-    upstream = np.empty(N, dtype=np.int64)
-    members = np.empty(N, dtype=np.int64)
-    where = np.empty(N, dtype=np.int64)
+    # rows: head, nxt, prv, stamp (starts at zero), upstream, members, where
+    idx = np.zeros((7, N), dtype=np.int64)
     reach = np.zeros(N)
+    kernel = _sweep_links_metropolis if metropolis else _sweep_links_gibbs
+    kernel(X, Z, links, owners, np.int64(n_features), proximity, proximity_t, cum_proximity,
+           Minv, G, cross, float(sigma_x), float(sigma_a), rng, R, Gk, vec_cap, vec_d, nz,
+           idx, reach)
+
+
+@njit(cache=True, inline="always")
+def _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX, members, where, nz,
+                Rb, u, head, nxt, prv):
+    """Set up the link updates of dish ``k``: ``R, Gk`` of the model without the column,
+    its ``b`` and ``z^T X``, the dish's rows and the links' reverse adjacency. Returns the
+    number of the dish's rows and ``b^T R b`` (``R b`` and ``u`` are written)."""
+    N = Z.shape[0]
+    D = Gk.shape[1]
+    for a in range(K):
+        for j in range(K):
+            R[a, j] = Minv[a, j]
+        for d in range(D):
+            Gk[a, d] = G[a, d]
+    _remove_column_stats(R, Gk, k, K, col)
+    for j in range(K):
+        b[j] = 0.0
+    for d in range(D):
+        zX[d] = cross[k, d]
+    n_members = np.int64(0)  # typed: a literal 0 would compile the callees twice
+    for m in range(N):
+        if Z[m, k]:
+            members[n_members] = m
+            where[m] = n_members
+            n_members += 1
+            for j in range(K):
+                b[j] += Z[m, j]
+        else:
+            where[m] = -1
+    b[k] = 0.0
+    # The current column: s = count + r - b^T R b, u = z^T X - G^T b.
+    bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+    _build_children(row, owner, head, nxt, prv)
+    return n_members, bRb
+
+
+@njit(cache=True, inline="always")
+def _move_link(row, i, chosen, head, nxt, prv):
+    """Customer ``i``'s link set to ``chosen`` (the reverse adjacency kept)."""
+    old = row[i]
+    if chosen != old:
+        _unlink_child(old, i, head, nxt, prv)
+        _push_child(chosen, i, head, nxt, prv)
+        row[i] = chosen
+
+
+@njit(cache=True, inline="always")
+def _switch_rows(X, Z, k, upstream, n_up, sign, new_on, zX, members, where, n_members):
+    """Switch ``z_k`` to ``new_on`` on the upstream rows (``z^T X`` and the list of the
+    dish's rows kept); returns the new number of the dish's rows."""
+    D = X.shape[1]
+    for q in range(n_up):
+        m = upstream[q]
+        for d in range(D):
+            zX[d] += sign * X[m, d]
+        Z[m, k] = new_on
+        if new_on == 1:
+            members[n_members] = m
+            where[m] = n_members
+            n_members += 1
+        else:
+            pos = where[m]
+            n_members -= 1
+            last = members[n_members]
+            members[pos] = last
+            where[last] = pos
+            where[m] = -1
+    return n_members
+
+
+@njit(cache=True, inline="always")
+def _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col):
+    """The column's new statistics back into the full model."""
+    D = G.shape[1]
+    for a in range(K):
+        for j in range(K):
+            Minv[a, j] = R[a, j]
+        for d in range(D):
+            G[a, d] = Gk[a, d]
+    _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
+
+
+@njit(cache=True)
+def _sweep_links_gibbs(
+    X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
+    sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
+):
+    """The Gibbs link updates of :func:`sweep_connections` (work arrays given)."""
+    N, D = X.shape
+    ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    col, b, Rb, delta = vec_cap[0], vec_cap[1], vec_cap[2], vec_cap[3]
+    zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
+    head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
+    upstream, members, where = idx[4], idx[5], idx[6]
+    mark = 0
     for k in range(K):
         owner = owners[k]
         row = links[k]
-        for a in range(K):
-            for j in range(K):
-                R[a, j] = Minv[a, j]
-            for d in range(D):
-                Gk[a, d] = G[a, d]
-        _remove_column_stats(R, Gk, k, K, col)
-        for j in range(K):
-            b[j] = 0.0
-        for d in range(D):
-            zX[d] = cross[k, d]
-        n_members = np.int64(0)  # typed: a literal 0 would compile the callees twice
-        for m in range(N):
-            if Z[m, k]:
-                members[n_members] = m
-                where[m] = n_members
-                n_members += 1
-                for j in range(K):
-                    b[j] += Z[m, j]
-            else:
-                where[m] = -1
+        n_members, bRb = _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX,
+                                     members, where, nz, Rb, u, head, nxt, prv)
         count = float(n_members)
-        b[k] = 0.0
-        # The current column: s = count + r - b^T R b, u = z^T X - G^T b, and its score.
-        bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
         score = _score(count + ratio - bRb, u, ratio, sigma_x)
-        _build_children(row, owner, head, nxt, prv)
-        if not metropolis:
-            # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
-            # (proximity_t is A transposed: a row of it is a column of A).
+        # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
+        # (proximity_t is A transposed: a row of it is a column of A).
+        for i in range(N):
+            reach[i] = 0.0
+        for t in range(n_members):
+            col_m = proximity_t[members[t]]
             for i in range(N):
-                reach[i] = 0.0
-            for t in range(n_members):
-                col_m = proximity_t[members[t]]
-                for i in range(N):
-                    reach[i] += col_m[i]
+                reach[i] += col_m[i]
+        for i in range(N):
+            cum_row = cum_proximity[i]
+            if i == owner:
+                row[i] = draw_link(cum_row, rng)
+                continue
+            # Customers whose path runs through i, with i's link cut (stamp == mark).
+            mark += 1
+            n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
+            on = Z[i, k]
+            sign = -1.0 if on else 1.0
+            count_alt = count + sign * n_up
+            # After the cut, exactly the rows that had the dish and are not upstream of i
+            # still reach the owner.
+            prox = proximity[i]
+            row_mass = cum_row[N - 1]
+            # The dish's rows less those upstream of i (all of them are the dish's rows
+            # when i has it; none when it does not); a sum that lost digits to
+            # cancellation is done again over the dish's rows.
+            p_reach = reach[i]
+            if on:
+                for q in range(n_up):
+                    p_reach -= prox[upstream[q]]
+            if not (p_reach > 1e-9 * row_mass):
+                p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+            p_not = row_mass - p_reach
+            exact_not = not (p_not >= 1e-6 * row_mass)
+            if exact_not:
+                p_not = _not_side_mass(prox, Z, k, stamp, mark)
+            n_delta, score_alt = _switch_score(
+                X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt, ratio,
+                sigma_x, delta, nz, u_alt,
+            )
+            if on:
+                log_on, log_off = score, score_alt
+            else:
+                log_on, log_off = score_alt, score
+            w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
+            w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
+            best = max(w_on, w_off)
+            e_on = math.exp(w_on - best)
+            p_on = e_on / (e_on + math.exp(w_off - best))
+            new_on = 1 if rng.random() < p_on else 0
+            # The link itself, within the chosen side, in proportion to a_ij.
+            chosen = _draw_on_side(
+                new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
+                p_not, exact_not, rng,
+            )
+            _move_link(row, i, chosen, head, nxt, prv)
+            if new_on != on:
+                count = count_alt
+                for t in range(n_delta):
+                    b[nz[t]] += delta[nz[t]]
+                for q in range(n_up):
+                    col_m = proximity_t[upstream[q]]
+                    for j in range(N):
+                        reach[j] += sign * col_m[j]
+                n_members = _switch_rows(X, Z, k, upstream, n_up, sign, new_on, zX, members,
+                                         where, n_members)
+            for t in range(n_delta):
+                delta[nz[t]] = 0.0
+            if new_on != on:
+                # Recomputed rather than updated, so no rounding builds up within a dish.
+                bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
+                score = _score(count + ratio - bRb, u, ratio, sigma_x)
+        _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
+
+
+@njit(cache=True)
+def _sweep_links_metropolis(
+    X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
+    sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
+):
+    """The Metropolis link updates of :func:`sweep_connections` (work arrays given;
+    ``proximity``, ``proximity_t`` and ``reach`` are not used)."""
+    N, D = X.shape
+    ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    col, b, Rb, delta = vec_cap[0], vec_cap[1], vec_cap[2], vec_cap[3]
+    zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
+    head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
+    upstream, members, where = idx[4], idx[5], idx[6]
+    mark = 0
+    for k in range(K):
+        owner = owners[k]
+        row = links[k]
+        n_members, bRb = _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX,
+                                     members, where, nz, Rb, u, head, nxt, prv)
+        count = float(n_members)
+        score = _score(count + ratio - bRb, u, ratio, sigma_x)
         for i in range(N):
             cum_row = cum_proximity[i]
             if i == owner:
                 row[i] = draw_link(cum_row, rng)
                 continue
             proposal = -1
-            if metropolis and Z[i, k] == 0:
+            if Z[i, k] == 0:
                 # The rows upstream of an off customer are off too, so a proposed target
                 # off the dish keeps every row as it is: accepted with no likelihood and
                 # no walk. (A target on the dish is not upstream of i.)
                 proposal = draw_link(cum_row, rng)
                 if Z[proposal, k] == 0:
-                    old = row[i]
-                    if proposal != old:
-                        _unlink_child(old, i, head, nxt, prv)
-                        _push_child(proposal, i, head, nxt, prv)
-                        row[i] = proposal
+                    _move_link(row, i, proposal, head, nxt, prv)
                     continue
             # Customers whose path runs through i, with i's link cut (stamp == mark).
             mark += 1
@@ -488,100 +640,33 @@ def sweep_connections(
             sign = -1.0 if on else 1.0
             count_alt = count + sign * n_up
             n_delta = 0
-            score_alt = 0.0
-            if metropolis:
-                # Metropolis with the prior row as proposal: a target on the current side
-                # leaves z_k as it is and is accepted without any likelihood; one on the
-                # other side is accepted with the likelihood ratio.
-                chosen = proposal if proposal >= 0 else draw_link(cum_row, rng)
-                new_on = 1 if (Z[chosen, k] == 1 and stamp[chosen] != mark) else 0
-                if new_on != on:
-                    n_delta, score_alt = _switch_score(
-                        X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
-                        ratio, sigma_x, delta, nz, u_alt,
-                    )
-                    if math.log(rng.random()) >= score_alt - score:
-                        new_on = on  # rejected: the link stays as it was
-                        chosen = row[i]
-            else:
-                # Gibbs: after the cut, exactly the rows that had the dish and are not
-                # upstream of i still reach the owner.
-                prox = proximity[i]
-                row_mass = cum_row[N - 1]
-                # The dish's rows less those upstream of i (all of them are the dish's
-                # rows when i has it; none when it does not); a sum that lost digits to
-                # cancellation is done again over the dish's rows.
-                p_reach = reach[i]
-                if on:
-                    for q in range(n_up):
-                        p_reach -= prox[upstream[q]]
-                if not (p_reach > 1e-9 * row_mass):
-                    p_reach = _reach_mass(prox, members, n_members, stamp, mark)
-                p_not = row_mass - p_reach
-                exact_not = not (p_not >= 1e-6 * row_mass)
-                if exact_not:
-                    p_not = _not_side_mass(prox, Z, k, stamp, mark)
+            # The prior row as proposal: a target on the current side leaves z_k as it is
+            # and is accepted without any likelihood; one on the other side is accepted
+            # with the likelihood ratio.
+            chosen = proposal if proposal >= 0 else draw_link(cum_row, rng)
+            new_on = 1 if (Z[chosen, k] == 1 and stamp[chosen] != mark) else 0
+            if new_on != on:
                 n_delta, score_alt = _switch_score(
-                    X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt, ratio,
-                    sigma_x, delta, nz, u_alt,
+                    X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt,
+                    ratio, sigma_x, delta, nz, u_alt,
                 )
-                if on:
-                    log_on, log_off = score, score_alt
-                else:
-                    log_on, log_off = score_alt, score
-                w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
-                w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
-                best = max(w_on, w_off)
-                e_on = math.exp(w_on - best)
-                p_on = e_on / (e_on + math.exp(w_off - best))
-                new_on = 1 if rng.random() < p_on else 0
-                # The link itself, within the chosen side, in proportion to a_ij.
-                chosen = _draw_on_side(
-                    new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
-                    p_not, exact_not, rng,
-                )
-            old = row[i]
-            if chosen != old:
-                _unlink_child(old, i, head, nxt, prv)
-                _push_child(chosen, i, head, nxt, prv)
-                row[i] = chosen
+                if math.log(rng.random()) >= score_alt - score:
+                    new_on = on  # rejected: the link stays as it was
+                    chosen = row[i]
+            _move_link(row, i, chosen, head, nxt, prv)
             if new_on != on:
                 count = count_alt
                 for t in range(n_delta):
                     b[nz[t]] += delta[nz[t]]
-                for q in range(n_up):
-                    m = upstream[q]
-                    for d in range(D):
-                        zX[d] += sign * X[m, d]
-                    if not metropolis:
-                        col_m = proximity_t[m]
-                        for j in range(N):
-                            reach[j] += sign * col_m[j]
-                    Z[m, k] = new_on
-                    if new_on == 1:
-                        members[n_members] = m
-                        where[m] = n_members
-                        n_members += 1
-                    else:
-                        pos = where[m]
-                        n_members -= 1
-                        last = members[n_members]
-                        members[pos] = last
-                        where[last] = pos
-                        where[m] = -1
+                n_members = _switch_rows(X, Z, k, upstream, n_up, sign, new_on, zX, members,
+                                         where, n_members)
             for t in range(n_delta):
                 delta[nz[t]] = 0.0
             if new_on != on:
                 # Recomputed rather than updated, so no rounding builds up within a dish.
                 bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
                 score = _score(count + ratio - bRb, u, ratio, sigma_x)
-        # The column's new statistics back into the full model.
-        for a in range(K):
-            for j in range(K):
-                Minv[a, j] = R[a, j]
-            for d in range(D):
-                G[a, d] = Gk[a, d]
-        _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
+        _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
 
 
 @njit(cache=True)
@@ -610,7 +695,7 @@ def _log_proposal_ratio(links_row, owner, log_no_link, weight):
 @njit(cache=True)
 def sweep_ownership(
     X, Z, links, owners, n_features, cum_proximity, log_no_link, mu, Minv, G, cross,
-    sigma_x, sigma_a, own_weight, max_features, start, rng,
+    sigma_x, sigma_a, own_weight, max_features, start, rng, vec_cap, zX, idx, reach_state,
 ):
     """Birth and death of the dishes each customer owns (Metropolis-Hastings, eq. 34).
 
@@ -633,17 +718,18 @@ def sweep_ownership(
     Customers ``start, start + 1, ...`` are visited; the kernel returns
     ``(n_features, next_customer)`` and stops early, before drawing anything for that
     customer, when the arrays are full, so the caller can grow them and resume.
+
+    Work arrays (allocated by the caller, so the kernel compiles no allocation):
+    ``vec_cap`` (2, capacity) float, ``zX`` (D,) float, ``idx`` (2, N) int64 and
+    ``reach_state`` (N,) int8.
     """
     N, D = X.shape
     K = n_features
     cap = Minv.shape[0]
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
-    new_links = np.empty(N, dtype=np.int64)
-    z = np.zeros(N, dtype=np.bool_)
-    b = np.zeros(cap)
-    zX = np.empty(D)
-    col = np.empty(cap)
+    b, col = vec_cap[0], vec_cap[1]
+    new_links, path = idx[0], idx[1]
     for i in range(start, N):
         if K >= cap:
             return K, i
@@ -670,10 +756,10 @@ def sweep_ownership(
                 log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
             else:
                 _draw_dish_links(cum_proximity, i, FALSE, rng, new_links)
-                z = compute_reachability(new_links, i)
+                reachability_into(new_links, i, reach_state, path)
                 count = 0.0
                 for m in range(N):
-                    if z[m]:
+                    if reach_state[m] == 1:
                         count += 1.0
                         for j in range(K):
                             b[j] += Z[m, j]
@@ -693,7 +779,7 @@ def sweep_ownership(
                     Z[i, K] = 1
                 else:
                     for m in range(N):
-                        Z[m, K] = 1 if z[m] else 0
+                        Z[m, K] = 1 if reach_state[m] == 1 else 0
                         links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1

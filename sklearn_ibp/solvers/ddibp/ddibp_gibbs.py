@@ -261,13 +261,16 @@ class GibbsDDIBP(BaseIBPSolver):
         mu = state.alpha / st["h"]
         N = state.X.shape[0]
         start = 0
+        D = state.X.shape[1]
         while True:
+            cap = st["Minv"].shape[0]
             K, start = sweep_ownership(
                 state.X, state.Z, st["links"], st["owners"], state.n_features,
                 st["cum_proximity"], st["log_no_link"], mu, st["Minv"], st["G"],
                 st["cross"], state.sigma_x, state.sigma_a, float(self.own_weight),
                 _NO_BOUND if st["max_features"] is None else np.int64(st["max_features"]),
-                start, rng,
+                start, rng, np.zeros((2, cap)), np.zeros(D), np.zeros((2, N), dtype=np.int64),
+                np.zeros(N, dtype=np.int8),
             )
             state.n_features = int(K)
             if start >= N:

@@ -6,10 +6,31 @@ samples: the variation of information (Meila 2007), which Wade and Ghahramani (2
 "Bayesian cluster analysis: point estimation and credible balls", sec. 3-4) recommend
 over Binder's loss because it does not favour splitting clusters into many small ones,
 or Binder's loss (Binder 1978). The search starts from the kept samples with the lowest
-expected loss and moves greedily. The algebra is in
-:mod:`sklearn_ibp.solvers.dp._dp_partition_kernels`, whose one kernel makes the search; the
-tables, ``g`` and the losses, computed a few times per fit, are NumPy here (sums taken left
-to right as a loop takes them), which saves compiling them.
+expected loss and moves greedily.
+
+The expected loss of a partition ``c`` over ``S`` kept samples ``c^1 .. c^S`` is computed
+from contingency tables, never from the ``N x N`` co-assignment matrix. With ``n_i`` the
+size of cluster ``i`` of ``c``, ``n^s_j`` that of cluster ``j`` of ``c^s`` and
+``m^s_ij = #{rows in i and in j}``, both the variation of information and Binder's loss
+(equal costs) are
+
+``L(c, c^s) = sum_i g(n_i) + sum_j g(n^s_j) - 2 sum_ij g(m^s_ij)``
+
+with ``g(x) = x log x`` (``N`` times the VI, in nats; Meila 2007) or ``g(x) = x^2`` (twice
+the number of pairs of rows on which the two partitions disagree; Binder 1978). So the
+Monte Carlo expected loss is, up to a term that does not depend on ``c``,
+
+``f(c) = sum_i g(n_i) - (2 / S) sum_s sum_ij g(m^s_ij)``,
+
+and moving one row from cluster ``a`` to ``b`` changes it through ``n_a, n_b`` and one cell
+of each sample's table: ``O(S)`` per candidate move. The search explores the
+neighbourhood of a starting partition greedily (Wade and Ghahramani 2018, sec. 4.2): the
+best single-row move of every row (into an existing cluster or a new one), and the best
+merge of two clusters, until no move lowers the loss.
+
+All of it is NumPy (the search, the tables, ``g`` and the losses run a few times per fit),
+every sum taken left to right as a loop takes it; the search was a numba kernel, whose
+compilation cost a first fit about 1 CPU s.
 
 Cost: with ``N`` rows, ``S`` kept samples and ``K`` clusters, memory is the ``(S, N)``
 labels and ``S K J`` table cells (``J`` the most clusters of a sample); a pass of row moves
@@ -24,7 +45,6 @@ import math
 import numpy as np
 
 from ._dp_base import relabel
-from ._dp_partition_kernels import greedy_partition_search as _search
 
 __all__ = ["expected_partition_loss", "partition_point_estimate"]
 
@@ -123,7 +143,7 @@ def partition_point_estimate(samples, loss="vi", n_starts=3, max_candidates=20,
     return best, int(np.argmin(losses))
 
 
-# -- the search (NumPy; see the module docstring of _dp_partition_kernels) ----------------
+# -- the search (see the module docstring) -----------------------------------------------
 
 
 def _sequential_sum(values, axis=-1):
@@ -158,7 +178,7 @@ def fill_tables(samples, labels, n_capacity, n_sample_clusters):
 
 
 def partition_loss(sizes, tables, g):
-    """``f(c)`` (see :mod:`._dp_partition_kernels`) from the sizes and tables of ``c``."""
+    """``f(c)`` (see the module docstring) from the sizes and tables of ``c``."""
     total = _sequential_sum(g[sizes])
     cross = _sequential_sum(g[tables[sizes > 0]].ravel())
     return total - 2.0 * cross / tables.shape[1]
@@ -180,10 +200,100 @@ def sample_losses(samples, labels, n_capacity, n_sample_clusters, g):
 def greedy_partition_search(samples, labels, n_capacity, n_sample_clusters, g, max_passes):
     """Lower ``f`` from the partition ``labels`` (changed in place; labels below
     ``n_capacity``) by row moves and merges until neither helps (or ``max_passes``), in
-    the kernel :func:`._dp_partition_kernels.greedy_partition_search`.
+    :func:`_search`.
 
     Returns ``f`` of the final partition.
     """
     sizes, tables = fill_tables(samples, labels, n_capacity, n_sample_clusters)
-    _search(samples, labels, sizes, tables, g, np.int64(max_passes))
+    _search(samples, labels, sizes, tables, g, int(max_passes))
     return partition_loss(sizes, tables, g)
+
+
+def _search(samples, labels, sizes, tables, g, max_passes):
+    """Lower ``f`` from the partition ``labels`` by row moves and merges until neither
+    helps (or ``max_passes``); ``labels`` (below ``K = sizes.shape[0]``), its cluster
+    sizes ``sizes`` (K,) and its contingency tables ``tables`` (K, S, J) against the kept
+    ``samples`` (S, N) are changed in place. Returns the number of passes made.
+
+    A pass moves each row in turn to the cluster (or the first empty slot, standing for
+    every new cluster) that lowers ``f`` most, then merges the two clusters whose merge
+    lowers ``f`` most, if any does. The changes of ``f`` are NumPy over the candidate
+    clusters and the samples, each sum over the samples taken left to right (as the numba
+    kernel this replaces did: the same moves, the same partition). It runs once per fit;
+    as a kernel it cost a first fit about 1 CPU s of compilation.
+    """
+    S, N = samples.shape
+    K = sizes.shape[0]
+    inv_S = 2.0 / S
+    # a move must beat the rounding of sums of g over S samples (the smallest real change
+    # is about 2 / S times a difference of g)
+    tolerance = 1e-9 * (1.0 + g[N] / N)
+    if N < 2:
+        return min(1, max_passes)  # one row: nothing to move or merge
+    s_index = np.arange(S)
+    # g(x + 1) - g(x) and g(x) - g(x + 1) at x, each difference computed once (as the
+    # loop computes it: the same numbers)
+    up = g[1:] - g[:-1]
+    down = g[:-1] - g[1:]
+    passes = 0
+    while passes < max_passes:
+        passes += 1
+        # -- row moves
+        moved = 0
+        for i in range(N):
+            a = int(labels[i])
+            cells = samples[:, i]
+            m = tables[:, s_index, cells]  # (K, S): the cell of row i in every table
+            # the change of f from taking row i out of a
+            size_a = sizes[a]
+            leave = down[size_a - 1]
+            leave -= inv_S * _sequential_sum(down[m[a] - 1])
+            # (clipped at N - 1: only cluster a itself could reach N, and it is skipped)
+            join = up[np.minimum(sizes, N - 1)]
+            cross = _sequential_sum(up[np.minimum(m, N - 1)], axis=1)
+            delta = leave + join - inv_S * cross
+            delta[a] = np.inf
+            if not delta.min() < -tolerance:
+                continue  # no candidate beats staying (the loop below would keep a)
+            delta = delta.tolist()
+            best, best_delta = a, 0.0
+            empty_seen = False
+            alone = size_a == 1
+            for b in range(K):
+                if b == a:
+                    continue
+                if sizes[b] == 0:
+                    if empty_seen or alone:
+                        continue  # one empty slot stands for every new cluster
+                    empty_seen = True
+                if delta[b] < best_delta - tolerance:
+                    best, best_delta = b, delta[b]
+            if best != a:
+                sizes[a] -= 1
+                sizes[best] += 1
+                tables[a, s_index, cells] -= 1
+                tables[best, s_index, cells] += 1
+                labels[i] = best
+                moved += 1
+        # -- the best merge of two clusters
+        best_a, best_b, best_delta = -1, -1, 0.0
+        live = np.flatnonzero(sizes > 0).tolist()
+        for p, a in enumerate(live):
+            ma = tables[a].ravel()
+            for b in live[p + 1:]:
+                mb = tables[b].ravel()
+                delta = g[sizes[a] + sizes[b]] - g[sizes[a]] - g[sizes[b]]
+                both = (ma > 0) & (mb > 0)
+                cross = _sequential_sum(g[ma[both] + mb[both]] - g[ma[both]] - g[mb[both]])
+                delta -= 2.0 * cross / S
+                if delta < best_delta - tolerance:
+                    best_a, best_b, best_delta = a, b, delta
+        if best_a >= 0:
+            labels[labels == best_b] = best_a
+            sizes[best_a] += sizes[best_b]
+            sizes[best_b] = 0
+            tables[best_a] += tables[best_b]
+            tables[best_b] = 0
+        if moved == 0 and best_a < 0:
+            break
+    return passes

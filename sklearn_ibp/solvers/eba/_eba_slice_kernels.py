@@ -27,7 +27,6 @@ import numpy as np
 from numba import njit
 
 from .._draw_kernels import add_lowest_stick_log_ratio, draw_binary, stick_log_odds
-from .._feature_slot_kernels import compact_features, compact_values, sort_by_sticks
 
 
 @njit(cache=True)
@@ -163,21 +162,16 @@ def update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, l
 
 
 @njit(cache=True)
-def update_aspects_and_drop_empty(wins, Z, W, unique, adv, counts, sticks, n_features,
-                                  level, lapse, rng):
-    """The represented aspects sorted by decreasing stick (the stick-breaking
-    representation), every alternative's ``z_ik`` above the slice ``level``
-    (:func:`update_alternative_aspects`), then the change back to the IBP representation:
-    empty aspects removed, the active ones moved to the front in order. ``adv`` is
-    recomputed first and is current on return. Returns the number of active aspects."""
+def update_aspects(wins, Z, W, unique, adv, counts, sticks, n_features, level, lapse, rng):
+    """``adv`` recomputed, then every alternative's ``z_ik`` above the slice ``level``
+    (:func:`update_alternative_aspects`), the represented aspects already in decreasing
+    stick order (the stick-breaking representation; the solver sorts them, and drops the
+    empty ones afterwards, in NumPy)."""
     N = Z.shape[0]
-    sort_by_sticks(Z, W, counts, sticks, n_features)
     fill_advantages(Z, W, unique, n_features, adv)
     for i in range(N):
         update_alternative_aspects(i, wins, Z, W, adv, counts, sticks, n_features, level,
                                    lapse, rng)
-    compact_values(sticks, counts, n_features)
-    return compact_features(Z, W, counts, n_features)
 
 
 @njit(cache=True)

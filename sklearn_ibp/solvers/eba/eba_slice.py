@@ -38,20 +38,19 @@ from sklearn.utils._param_validation import Interval, StrOptions
 
 from ..._deprecation import class_aliases
 from ..._memory import check_allocation
-from ...likelihoods._observation_kernels import PRIOR_EXPONENTIAL
 from ...likelihoods.choice import check_wins, eba_probabilities
 from ...priors.ibp import harmonic_rate, ibp_log_prob, sample_alpha_conditional
 from .._protocol import Solver
-from ..ibp_explicit._slice_kernels import extend_sticks
 from ._eba_slice_kernels import (
     WEIGHT_FLOOR,
     fill_advantages,
     ibp_log_prob_packed,
     total_log_likelihood,
-    update_aspects_and_drop_empty,
+    update_aspects,
     update_weights,
     update_weights_from_prior,
 )
+from ._sticks import extend_empty_sticks
 
 __all__ = ["SliceEBA", "EBAState"]
 
@@ -61,7 +60,8 @@ def _to_stick_breaking(state, K, rng):
     16, first step) for the ``K`` active aspects of a chain: their counts, the prediction
     ``pred = Z W``, their sticks ``mu_k ~ Beta(m_k, 1 + N - m_k)`` (eq. 4.56), the slice
     ``s ~ Uniform(0, min(1, min_k mu_k))`` (eq. 4.58), then empty aspects appended by
-    :func:`extend_sticks` until a stick falls below the slice.
+    :func:`~._sticks.extend_empty_sticks` (in Python) until a stick falls below the
+    slice.
 
     The same draws, in the same order, as the shared numba kernel
     ``_semi_ordered_slice_kernels.to_stick_breaking``, done here in NumPy: a few small
@@ -83,13 +83,9 @@ def _to_stick_breaking(state, K, rng):
     while u == 0.0:  # probability 2**-53 per draw
         u = rng.random()
     level = u * lowest
-    total, done = extend_sticks(Z, state.W, counts, sticks, K, K, level, state.alpha,
-                                PRIOR_EXPONENTIAL, _WEIGHT_PRIOR, rng)
+    total, done = extend_empty_sticks(Z, state.W, counts, sticks, K, K, level, state.alpha,
+                                      rng)
     return total, level, done
-
-#: ``Gamma(1, 1)`` = ``Exponential(rate 1)``: the weight prior, eq. 4.67, in the form the
-#: stick-breaking kernels draw new feature values from.
-_WEIGHT_PRIOR = np.array([1.0])
 
 #: The acceptance rate the weight proposals are tuned towards (sec. 4.5.2).
 TARGET_ACCEPTANCE = 0.5
@@ -188,6 +184,36 @@ def _grow(state: EBAState, capacity: int) -> None:
     sticks = np.zeros(capacity)
     sticks[:old] = state.sticks
     state.Z, state.W, state.counts, state.sticks = Z, W, counts, sticks
+
+
+def _sort_by_sticks(state: EBAState, K: int) -> None:
+    """Put the ``K`` represented aspects in decreasing stick order, ties in index order
+    (the stick-breaking representation of Görür 2007, Algorithm 16), so the row updates
+    visit them in an order that depends on the sticks only. NumPy from Python, once per
+    sweep: the same permutation as the package's insertion-sort kernel, without its
+    compilation in a first fit."""
+    order = np.argsort(-state.sticks[:K], kind="stable")
+    state.Z[:, :K] = state.Z[:, order]
+    state.W[:K] = state.W[order]
+    state.counts[:K] = state.counts[order]
+    state.sticks[:K] = state.sticks[order]
+
+
+def _drop_empty(state: EBAState, K: int) -> int:
+    """The change back to the IBP representation: the active aspects (``counts > 0``)
+    among the first ``K`` moved to the front in order, the freed slots of ``Z``, ``W`` and
+    ``counts`` zeroed (``sticks`` beyond the active ones left as they are). Returns the
+    number of active aspects."""
+    live = state.counts[:K] > 0
+    n_live = int(np.count_nonzero(live))
+    state.sticks[:n_live] = state.sticks[:K][live]
+    state.Z[:, :n_live] = state.Z[:, :K][:, live]
+    state.Z[:, n_live:K] = 0
+    state.W[:n_live] = state.W[:K][live]
+    state.W[n_live:K] = 0.0
+    state.counts[:n_live] = state.counts[:K][live]
+    state.counts[n_live:K] = 0
+    return n_live
 
 
 class SliceEBA(Solver):
@@ -356,21 +382,20 @@ class SliceEBA(Solver):
         total, level, done = _to_stick_breaking(state, K, rng)
         while not done:
             _grow(state, 2 * state.Z.shape[1])
-            total, done = extend_sticks(state.Z, state.W, state.counts, state.sticks, total,
-                                        K, level, state.alpha, PRIOR_EXPONENTIAL,
-                                        _WEIGHT_PRIOR, rng)
+            total, done = extend_empty_sticks(state.Z, state.W, state.counts, state.sticks,
+                                              total, K, level, state.alpha, rng)
         if state.weight_shape != 1.0:
-            # The stick-breaking kernels gave the new empty aspects Exponential(1)
+            # extend_empty_sticks gave the new empty aspects Exponential(1)
             # weights; under a Gamma(a, 1) prior they are drawn again from it (they are
             # independent of the sticks, so this is the same draw from the right prior).
             # A draw below WEIGHT_FLOOR (an underflow, often exactly 0 for a small shape)
             # is raised to it, as the starting weights are: 0 is outside the support.
             state.W[K:total, 0] = np.maximum(
                 rng.gamma(state.weight_shape, 1.0, total - K), WEIGHT_FLOOR)
-        K = update_aspects_and_drop_empty(
-            state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
-            state.sticks, total, level, state.lapse, rng,
-        )
+        _sort_by_sticks(state, total)
+        update_aspects(state.wins, state.Z, state.W, state.unique, state.adv, state.counts,
+                       state.sticks, total, level, state.lapse, rng)
+        K = _drop_empty(state, total)
         state.n_features = int(K)
         eta = float(np.exp(state.log_eta))
         accepted = 0
