@@ -669,17 +669,54 @@ def _sweep_links_metropolis(
         _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
 
 
+#: Rejected draws of a link before the exact inverse-CDF draw takes over.
+_MAX_LINK_REJECTIONS = 1000
+
+
+@njit(cache=True)
+def _draw_link_avoiding(cum_row, owner, rng):
+    """A link target from one row of cumulative proximities, conditioned on not being
+    ``owner``: by rejection (a link to the owner is drawn again), and after
+    ``_MAX_LINK_REJECTIONS`` rejections (the row links to the owner with probability
+    near one) by inverting the CDF with the owner's mass taken out; exact either way."""
+    for _ in range(_MAX_LINK_REJECTIONS):
+        t = draw_link(cum_row, rng)
+        if t != owner:
+            return t
+    start = cum_row[owner - 1] if owner > 0 else 0.0
+    mass = cum_row[owner] - start
+    u = rng.random() * (cum_row[cum_row.shape[0] - 1] - mass)
+    if u >= start:
+        u += mass
+    lo = 0
+    hi = cum_row.shape[0] - 1
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cum_row[mid] > u:
+            hi = mid
+        else:
+            lo = mid + 1
+    if lo == owner:  # u landed on the owner's edge by rounding: the next target with mass
+        n = cum_row.shape[0]
+        for j in range(owner + 1, n):
+            if cum_row[j] > cum_row[owner]:
+                return j
+        for j in range(owner - 1, -1, -1):
+            if cum_row[j] > (cum_row[j - 1] if j > 0 else 0.0):
+                return j
+    return lo
+
+
 @njit(cache=True)
 def _draw_dish_links(cum_proximity, owner, avoid_owner, rng, out):
     """One dish's links: from the prior, or (``avoid_owner``) from the prior of every other
     customer conditioned on not linking to the owner."""
     N = out.shape[0]
     for j in range(N):
-        t = draw_link(cum_proximity[j], rng)
         if avoid_owner and j != owner:
-            while t == owner:
-                t = draw_link(cum_proximity[j], rng)
-        out[j] = t
+            out[j] = _draw_link_avoiding(cum_proximity[j], owner, rng)
+        else:
+            out[j] = draw_link(cum_proximity[j], rng)
 
 
 @njit(cache=True)
