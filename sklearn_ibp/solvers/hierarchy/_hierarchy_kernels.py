@@ -72,7 +72,7 @@ K_LIVE = 3
 
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def child_log_prior(z, s, log_q, link):
     """``log P(z | s)`` of one child under the link (``s > 0``)."""
     if link == LINK_OR:
@@ -82,7 +82,7 @@ def child_log_prior(z, s, log_q, link):
     return s * log_q
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def draw_child(s, log_q, link, rng):
     """A child drawn from its prior given ``s > 0`` parents."""
     if link == LINK_OR:
@@ -90,7 +90,7 @@ def draw_child(s, log_q, link, rng):
     return 1 if rng.random() < -math.expm1(s * log_q) else 0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def draw_child_legacy(s, log_q, link):
     """:func:`draw_child` from numba's internal generator (seeded per new row)."""
     if link == LINK_OR:
@@ -98,7 +98,7 @@ def draw_child_legacy(s, log_q, link):
     return 1 if np.random.random() < -math.expm1(s * log_q) else 0  # noqa: NPY002
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _log_poisson_cdf(rate, k_max):
     """``log P(Poisson(rate) <= k_max)``."""
     term = math.exp(-rate)
@@ -109,7 +109,7 @@ def _log_poisson_cdf(rate, k_max):
     return math.log(total) if total < 1.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _propose_feature(
     draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, base,
     a, rng,
@@ -135,7 +135,7 @@ def _propose_feature(
     return log_prior_feature(prior_kind, prior, a) - log_q
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _replaced_features_weight(
     features, n_features, order, prior_kind, prior, obs_kind, noise, X, observed, rows,
     n_rows, Z, A, children, base, rng,
@@ -159,7 +159,7 @@ def _replaced_features_weight(
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
     for d in range(out.shape[0]):
         out[d] = pred_row[d]
@@ -171,7 +171,7 @@ def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
                 out[d] += dz * a[d]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _children_change(deltas, n_changes):
     """Whether any child changes (else the row's prediction and likelihood stay)."""
     for j in range(n_changes):
@@ -180,7 +180,7 @@ def _children_change(deltas, n_changes):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng):
     """Children of row ``n`` under a change ``s_n += sign * row_shift``.
 
@@ -211,7 +211,7 @@ def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, 
     return n_changes, log_ratio
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_changes, new_pred):
     for k in range(K_slots):
         if row_shift[k] != 0:
@@ -225,7 +225,7 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
 # --------------------------------------------------------------------------------------
 # Rows: the DP upper process (Neal's Algorithm 8 over categories)
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def dp_rows(
     start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
@@ -401,7 +401,7 @@ def dp_rows(
 # --------------------------------------------------------------------------------------
 # Rows: the IBP upper process
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def ibp_rows(
     start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
@@ -633,7 +633,7 @@ def ibp_rows(
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _own_features_move(
     cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
@@ -769,7 +769,7 @@ def _own_features_move(
 # --------------------------------------------------------------------------------------
 # Links: the IBP over M, one category at a time
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def link_pass(
     start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng,
@@ -875,7 +875,7 @@ def link_pass(
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
     """``sum_i log p(x_{rows[i]} | preds[i])``: the likelihood of some rows."""
     total = 0.0
@@ -888,7 +888,7 @@ def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
 # --------------------------------------------------------------------------------------
 # Children of the noisy-or
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     """``P(z_nk = 1 | s_nk = s, x_n)`` under the noisy-or link (eq. 7.9): the child's prior
     given its ``s`` active parents times the row's likelihood with ``z_nk`` on and off
@@ -905,7 +905,7 @@ def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     return math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _row_prediction(z, A, K, pred):
     """``pred = sum_{k < K, z_k = 1} A[k]`` (overwritten), one row's prediction."""
     for d in range(pred.shape[0]):
@@ -916,7 +916,7 @@ def _row_prediction(z, A, K, pred):
                 pred[d] += A[k, d]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
     """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
     N, D = X.shape
@@ -946,7 +946,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
 # --------------------------------------------------------------------------------------
 # New rows: feature probabilities with the fitted structure held fixed
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def new_row_feature_probabilities(
     X, observed, M, A, category_log_prior, upper, link, log_q, obs_kind, noise,
     n_sweeps, n_burn, seed,
