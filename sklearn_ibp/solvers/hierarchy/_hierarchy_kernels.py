@@ -50,7 +50,11 @@ from .._draw_kernels import (
     random_order,
     truncated_poisson,
 )
-from .._feature_proposal_kernels import feature_proposal, log_prior_feature
+from .._feature_proposal_kernels import (
+    binary_entry_proposal,
+    feature_proposal,
+    log_prior_feature,
+)
 
 LINK_OR = 0
 LINK_NOISY_OR = 1
@@ -110,13 +114,56 @@ def _log_poisson_cdf(rate, k_max):
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows, children, preds,
+                             out, rng):
+    """:func:`feature_proposal` of a binary feature (Bernoulli prior ``prior[0]``, the
+    detection likelihood): the same Bernoulli per dimension, computed in the same order."""
+    total = 0.0
+    for d in range(X.shape[1]):
+        log_odds = math.log(prior[0]) - math.log1p(-prior[0])
+        for i in range(n_rows):
+            n = rows[i]
+            if children[i] == 1 and observed[n, d]:
+                base = preds[i, d]
+                x = X[n, d]
+                p_now = 1.0 - noise[1, d] if base > 0.5 else noise[0, d]
+                p_with = 1.0 - noise[1, d]
+                if x > 0.5:
+                    log_odds += math.log(p_with) - math.log(p_now)
+                else:
+                    log_odds += math.log1p(-p_with) - math.log1p(-p_now)
+        total += binary_entry_proposal(draw, log_odds, out, d, rng)
+    return total
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def feature_row_proposal(
+    draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, preds,
+    out, rng, continuous,
+):
+    """:func:`feature_proposal`, compiled for binary features only when ``continuous`` is
+    None.
+
+    ``continuous`` is None for a binary feature prior and ``np.True_`` otherwise
+    (:func:`~sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.continuous_marker`): numba
+    drops the branch a None argument rules out, so a fit of binary data never compiles
+    the Gaussian and truncated-Gaussian proposals (about a tenth of its cold compile).
+    """
+    if continuous is None:
+        return _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows,
+                                        children, preds, out, rng)
+    return feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                            n_rows, children, preds, out, rng)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _propose_feature(
     draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, base,
-    a, rng,
+    a, rng, continuous,
 ):
     """``log p(a) - log q(a)`` of one new feature, drawn into ``a`` when ``draw``.
 
-    ``q`` is :func:`feature_proposal` given the rows ``rows[:n_rows]`` with ``children``
+    ``q`` is :func:`feature_row_proposal` given the rows ``rows[:n_rows]`` with ``children``
     and the prediction ``base[:n_rows]`` of their other features; ``base`` then gains the
     feature in the rows where it is on, so that the next feature of a set is proposed
     given this one (several new features can thus share out a residual). The density of
@@ -126,8 +173,8 @@ def _propose_feature(
     from its conditional (uniform, as the target is symmetric in the features) before
     each move, and the Metropolis-Hastings ratio with the single ordered density is exact.
     """
-    log_q = feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
-                             n_rows, children, base, a, rng)
+    log_q = feature_row_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                                 n_rows, children, base, a, rng, continuous)
     for i in range(n_rows):
         if children[i] == 1:
             for d in range(a.shape[0]):
@@ -138,7 +185,7 @@ def _propose_feature(
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _replaced_features_weight(
     features, n_features, order, prior_kind, prior, obs_kind, noise, X, observed, rows,
-    n_rows, Z, A, children, base, rng,
+    n_rows, Z, A, children, base, rng, continuous,
 ):
     """``sum log p(a_k) - log q(a_k | ...)`` over ``features[:n_features]`` in random order.
 
@@ -155,7 +202,7 @@ def _replaced_features_weight(
         for i in range(n_rows):
             children[i] = Z[rows[i], k]
         total += _propose_feature(FALSE, prior_kind, prior, obs_kind, noise, X, observed,
-                                  rows, n_rows, children, base, A[k], rng)
+                                  rows, n_rows, children, base, A[k], rng, continuous)
     return total
 
 
@@ -229,7 +276,7 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
 def dp_rows(
     start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    n_auxiliary, max_new, rng,
+    n_auxiliary, max_new, rng, continuous,
 ):
     """Reassign every row's category (Doshi-Velez 2009, sec. 7.2.1: Neal 2000's partial Gibbs).
 
@@ -307,7 +354,7 @@ def dp_rows(
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
-                ONE, Z, A, one_child, one_pred, rng,
+                ONE, Z, A, one_child, one_pred, rng, continuous,
             )
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
@@ -334,7 +381,7 @@ def dp_rows(
                 one_child[0] = z_opts[o, slot]
                 log_w[o] += _propose_feature(
                     TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-                    one_child, one_pred, A[slot], rng,
+                    one_child, one_pred, A[slot], rng, continuous,
                 )
         # Likelihood of each option.
         for o in range(n_opts):
@@ -405,7 +452,7 @@ def dp_rows(
 def ibp_rows(
     start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    max_new_categories, max_new, rng,
+    max_new_categories, max_new, rng, continuous,
 ):
     """Update every row's memberships of shared categories, then its own categories.
 
@@ -567,7 +614,7 @@ def ibp_rows(
                         one_pred[0, d] -= A[k, d]
         log_ratio -= _replaced_features_weight(
             own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-            Z, A, one_child, one_pred, rng,
+            Z, A, one_child, one_pred, rng, continuous,
         )
         # Forward: the new features, proposed in sequence from the row's data given the
         # proposal's features that existed before and the new ones proposed so far.
@@ -585,7 +632,7 @@ def ibp_rows(
             one_child[0] = deltas[j]
             log_ratio += _propose_feature(
                 TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-                one_child, one_pred, A[k], rng,
+                one_child, one_pred, A[k], rng, continuous,
             )
         for d in range(D):
             new_pred[d] = one_pred[0, d]
@@ -638,7 +685,7 @@ def _own_features_move(
     cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
     new_preds, flip_preds, member_ks, member_deltas, member_changes, children,
-    new_children, shift, own, order, rng,
+    new_children, shift, own, order, rng, continuous,
 ):
     """Replace category ``cat``'s own features, optionally flipping shared link ``k_flip``.
 
@@ -701,7 +748,7 @@ def _own_features_move(
                     new_preds[i, d] -= A[k, d]
     log_accept -= _replaced_features_weight(
         own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, members,
-        n_members, Z, A, children, new_preds, rng,
+        n_members, Z, A, children, new_preds, rng, continuous,
     )
     # Forward: the new features, proposed in sequence given the flipped configuration
     # without own features.
@@ -720,7 +767,7 @@ def _own_features_move(
             new_children[i, t] = children[i]
         log_accept += _propose_feature(
             TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-            children, new_preds, A[k], rng,
+            children, new_preds, A[k], rng, continuous,
         )
     for i in range(n_members):
         n = members[i]
@@ -772,7 +819,7 @@ def _own_features_move(
 @njit(cache=True, no_cfunc_wrapper=True)
 def link_pass(
     start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
-    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng,
+    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng, continuous,
 ):
     """Update every category's links to shared features, then its own features.
 
@@ -871,6 +918,7 @@ def link_pass(
                 L_live, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new,
                 old_liks, new_liks, new_preds, flip_preds, member_ks, member_deltas,
                 member_changes, children, new_children, shift, own, order_own, rng,
+                continuous,
             )
     return -1
 
