@@ -680,139 +680,6 @@ def ibp_rows(
     return -1
 
 
-@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _own_features_move(
-    cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
-    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
-    new_preds, flip_preds, member_ks, member_deltas, member_changes, children,
-    new_children, shift, own, order, rng, continuous,
-):
-    """Replace category ``cat``'s own features, optionally flipping shared link ``k_flip``.
-
-    The own features (linked by ``cat`` alone) are replaced by ``Poisson(alpha_M / L)`` new
-    ones, their children drawn from the prior and their ``A`` from
-    :func:`feature_proposal` given the members' other features. With ``k_flip >= 0`` the
-    link ``m_{cat, k_flip}`` flips in the same move (with the children it alone
-    activates). The Metropolis-Hastings ratio holds the flip's prior odds, the likelihood
-    of the members, and ``p(A) / q(A)`` of the new features over that of the replaced
-    ones, each set proposed (or scored, in a random order) in sequence given its
-    configuration without own features (:func:`_propose_feature`). The Poisson draw is
-    truncated at ``max_new``, so a category with more own features than that keeps them
-    (the reverse move could not be drawn). Returns whether it was accepted.
-    """
-    N, D = X.shape
-    K_slots = counts[K_SLOTS]
-    n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
-    n_own = np.int64(0)
-    for k in range(K_slots):
-        if M[cat, k] == 1 and links[k] == 1:
-            own[n_own] = k
-            n_own += 1
-    if n_new == 0 and n_own == 0 and k_flip < 0:
-        return False
-    if n_own > max_new:
-        return False  # its reverse, a draw of n_own > max_new features, is impossible
-    log_accept = 0.0
-    sign = np.int64(0)
-    if k_flip >= 0:
-        for kk in range(K_slots):
-            shift[kk] = 0
-        shift[k_flip] = 1
-        sign = -1 if M[cat, k_flip] == 1 else 1
-        others = links[k_flip] - M[cat, k_flip]
-        log_odds = math.log(others) - math.log(L_live - others)
-        log_accept += log_odds if sign == 1 else -log_odds
-    for i in range(n_members):
-        n = members[i]
-        if k_flip >= 0:
-            n_changes, log_ratio = _change_parents(
-                n, shift, sign, S, Z, K_slots, log_q, link, member_ks[i], member_deltas[i],
-                rng,
-            )
-            member_changes[i] = n_changes
-            log_accept += log_ratio
-            _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes, flip_preds[i])
-        else:
-            member_changes[i] = 0
-            for d in range(D):
-                flip_preds[i, d] = pred[n, d]
-    # Reverse: the current own features, scored in a random order given the current
-    # configuration without own features.
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            new_preds[i, d] = pred[n, d]
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                for d in range(D):
-                    new_preds[i, d] -= A[k, d]
-    log_accept -= _replaced_features_weight(
-        own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, members,
-        n_members, Z, A, children, new_preds, rng, continuous,
-    )
-    # Forward: the new features, proposed in sequence given the flipped configuration
-    # without own features.
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            new_preds[i, d] = flip_preds[i, d]
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                for d in range(D):
-                    new_preds[i, d] -= A[k, d]
-    for t in range(n_new):
-        k = K_slots + t
-        for i in range(n_members):
-            children[i] = draw_child(_ONE, log_q, link, rng)
-            new_children[i, t] = children[i]
-        log_accept += _propose_feature(
-            TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-            children, new_preds, A[k], rng, continuous,
-        )
-    for i in range(n_members):
-        n = members[i]
-        new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
-        log_accept += new_liks[i] - old_liks[i]
-    if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
-        return False
-    if k_flip >= 0:
-        for i in range(n_members):
-            n = members[i]
-            S[n, k_flip] += sign
-            for j in range(member_changes[i]):
-                Z[n, member_ks[i, j]] += member_deltas[i, j]
-        M[cat, k_flip] = 1 if sign == 1 else 0
-        links[k_flip] += sign
-    for k in range(K_slots):
-        if M[cat, k] == 1 and links[k] == 1:
-            M[cat, k] = 0
-            links[k] = 0
-            counts[K_LIVE] -= 1
-            for i in range(n_members):
-                n = members[i]
-                S[n, k] = 0
-                Z[n, k] = 0
-    for t in range(n_new):
-        k = K_slots + t
-        M[cat, k] = 1
-        links[k] = 1
-        for i in range(S.shape[0]):  # element loops: no broadcasting to compile
-            S[i, k] = 0
-            Z[i, k] = 0
-        for i in range(n_members):
-            n = members[i]
-            S[n, k] = 1
-            Z[n, k] = new_children[i, t]
-    counts[K_SLOTS] += n_new
-    counts[K_LIVE] += n_new
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            pred[n, d] = new_preds[i, d]
-        old_liks[i] = new_liks[i]
-    return True
-
-
 # --------------------------------------------------------------------------------------
 # Links: the IBP over M, one category at a time
 # --------------------------------------------------------------------------------------
@@ -828,10 +695,23 @@ def link_pass(
     feature other categories link (``r_{-l,k} > 0``): a Metropolis flip with prior odds
     ``r_{-l,k} / (L - r_{-l,k})`` (eq. 7.5), jointly with the children of the category's
     rows that it alone activates. The features only category ``l`` links are then
-    replaced by ``Poisson(alpha_M / L)`` new ones (:func:`_own_features_move`), alone and
-    together with a flip of each shared link. Returns ``-1`` or the position in
-    ``category_order`` to resume from once the driver has grown the feature capacity
-    (checked before a category is started, so no category is updated twice).
+    replaced by ``Poisson(alpha_M / L)`` new ones, alone and together with a flip of each
+    shared link ``k_flip``: the new features' children are drawn from the prior and their
+    ``A`` from :func:`feature_row_proposal` given the members' other features, the flip
+    (if any) moves with the children it alone activates, and the Metropolis-Hastings ratio
+    holds the flip's prior odds, the likelihood of the members, and ``p(A) / q(A)`` of the
+    new features over that of the replaced ones, each set proposed (or scored, in a random
+    order) in sequence given its configuration without own features
+    (:func:`_propose_feature`). The Poisson draw is truncated at ``max_new``, so a
+    category with more own features than that keeps them (the reverse move could not be
+    drawn). Returns ``-1`` or the position in ``category_order`` to resume from once the
+    driver has grown the feature capacity (checked before a category is started, so no
+    category is updated twice).
+
+    The own-feature move is written out here rather than in a kernel of its own: as a
+    separate kernel it compiled its whole call tree (the feature proposals) once more,
+    about 2 CPU s of the cold default fit of ``benchmarks/bench_startup.py`` (15.2-15.6
+    against 17.6-18.0 CPU s, two paired runs).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -913,13 +793,119 @@ def link_pass(
             k = order[j] - 1
             if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
                 continue
-            _own_features_move(
-                cat, k, members, n_members, X, observed, M, S, Z, A, pred, links, counts,
-                L_live, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new,
-                old_liks, new_liks, new_preds, flip_preds, member_ks, member_deltas,
-                member_changes, children, new_children, shift, own, order_own, rng,
-                continuous,
+            # The own-feature move (see the docstring), with shared link k_flip flipped
+            # too when k_flip >= 0; a rejected or impossible move leaves the state as is.
+            k_flip = k
+            K_now = counts[K_SLOTS]
+            n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
+            n_own = np.int64(0)
+            for k in range(K_now):
+                if M[cat, k] == 1 and links[k] == 1:
+                    own[n_own] = k
+                    n_own += 1
+            if n_new == 0 and n_own == 0 and k_flip < 0:
+                continue
+            if n_own > max_new:
+                continue  # its reverse, a draw of n_own > max_new features, is impossible
+            log_accept = 0.0
+            sign = np.int64(0)
+            if k_flip >= 0:
+                for kk in range(K_now):
+                    shift[kk] = 0
+                shift[k_flip] = 1
+                sign = -1 if M[cat, k_flip] == 1 else 1
+                others = links[k_flip] - M[cat, k_flip]
+                log_odds = math.log(others) - math.log(L_live - others)
+                log_accept += log_odds if sign == 1 else -log_odds
+            for i in range(n_members):
+                n = members[i]
+                if k_flip >= 0:
+                    n_changes, log_ratio = _change_parents(
+                        n, shift, sign, S, Z, K_now, log_q, link, member_ks[i], member_deltas[i],
+                        rng,
+                    )
+                    member_changes[i] = n_changes
+                    log_accept += log_ratio
+                    _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
+                                 flip_preds[i])
+                else:
+                    member_changes[i] = 0
+                    for d in range(D):
+                        flip_preds[i, d] = pred[n, d]
+            # Reverse: the current own features, scored in a random order_own given the current
+            # configuration without own features.
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    new_preds[i, d] = pred[n, d]
+                for k in range(K_now):
+                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                        for d in range(D):
+                            new_preds[i, d] -= A[k, d]
+            log_accept -= _replaced_features_weight(
+                own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
+                n_members, Z, A, children, new_preds, rng, continuous,
             )
+            # Forward: the new features, proposed in sequence given the flipped configuration
+            # without own features.
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    new_preds[i, d] = flip_preds[i, d]
+                for k in range(K_now):
+                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                        for d in range(D):
+                            new_preds[i, d] -= A[k, d]
+            for t in range(n_new):
+                k = K_now + t
+                for i in range(n_members):
+                    children[i] = draw_child(_ONE, log_q, link, rng)
+                    new_children[i, t] = children[i]
+                log_accept += _propose_feature(
+                    TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+                    children, new_preds, A[k], rng, continuous,
+                )
+            for i in range(n_members):
+                n = members[i]
+                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+                log_accept += new_liks[i] - old_liks[i]
+            if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
+                continue
+            if k_flip >= 0:
+                for i in range(n_members):
+                    n = members[i]
+                    S[n, k_flip] += sign
+                    for j in range(member_changes[i]):
+                        Z[n, member_ks[i, j]] += member_deltas[i, j]
+                M[cat, k_flip] = 1 if sign == 1 else 0
+                links[k_flip] += sign
+            for k in range(K_now):
+                if M[cat, k] == 1 and links[k] == 1:
+                    M[cat, k] = 0
+                    links[k] = 0
+                    counts[K_LIVE] -= 1
+                    for i in range(n_members):
+                        n = members[i]
+                        S[n, k] = 0
+                        Z[n, k] = 0
+            for t in range(n_new):
+                k = K_now + t
+                M[cat, k] = 1
+                links[k] = 1
+                for i in range(S.shape[0]):  # element loops: no broadcasting to compile
+                    S[i, k] = 0
+                    Z[i, k] = 0
+                for i in range(n_members):
+                    n = members[i]
+                    S[n, k] = 1
+                    Z[n, k] = new_children[i, t]
+            counts[K_SLOTS] += n_new
+            counts[K_LIVE] += n_new
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    pred[n, d] = new_preds[i, d]
+                old_liks[i] = new_liks[i]
     return -1
 
 
