@@ -50,7 +50,11 @@ from .._draw_kernels import (
     random_order,
     truncated_poisson,
 )
-from .._feature_proposal_kernels import feature_proposal, log_prior_feature
+from .._feature_proposal_kernels import (
+    binary_entry_proposal,
+    feature_proposal,
+    log_prior_feature,
+)
 
 LINK_OR = 0
 LINK_NOISY_OR = 1
@@ -72,7 +76,7 @@ K_LIVE = 3
 
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def child_log_prior(z, s, log_q, link):
     """``log P(z | s)`` of one child under the link (``s > 0``)."""
     if link == LINK_OR:
@@ -82,7 +86,7 @@ def child_log_prior(z, s, log_q, link):
     return s * log_q
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def draw_child(s, log_q, link, rng):
     """A child drawn from its prior given ``s > 0`` parents."""
     if link == LINK_OR:
@@ -90,7 +94,7 @@ def draw_child(s, log_q, link, rng):
     return 1 if rng.random() < -math.expm1(s * log_q) else 0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def draw_child_legacy(s, log_q, link):
     """:func:`draw_child` from numba's internal generator (seeded per new row)."""
     if link == LINK_OR:
@@ -98,7 +102,7 @@ def draw_child_legacy(s, log_q, link):
     return 1 if np.random.random() < -math.expm1(s * log_q) else 0  # noqa: NPY002
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _log_poisson_cdf(rate, k_max):
     """``log P(Poisson(rate) <= k_max)``."""
     term = math.exp(-rate)
@@ -109,14 +113,57 @@ def _log_poisson_cdf(rate, k_max):
     return math.log(total) if total < 1.0 else 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows, children, preds,
+                             out, rng):
+    """:func:`feature_proposal` of a binary feature (Bernoulli prior ``prior[0]``, the
+    detection likelihood): the same Bernoulli per dimension, computed in the same order."""
+    total = 0.0
+    for d in range(X.shape[1]):
+        log_odds = math.log(prior[0]) - math.log1p(-prior[0])
+        for i in range(n_rows):
+            n = rows[i]
+            if children[i] == 1 and observed[n, d]:
+                base = preds[i, d]
+                x = X[n, d]
+                p_now = 1.0 - noise[1, d] if base > 0.5 else noise[0, d]
+                p_with = 1.0 - noise[1, d]
+                if x > 0.5:
+                    log_odds += math.log(p_with) - math.log(p_now)
+                else:
+                    log_odds += math.log1p(-p_with) - math.log1p(-p_now)
+        total += binary_entry_proposal(draw, log_odds, out, d, rng)
+    return total
+
+
+@njit(cache=True, no_cfunc_wrapper=True)
+def feature_row_proposal(
+    draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, preds,
+    out, rng, continuous,
+):
+    """:func:`feature_proposal`, compiled for binary features only when ``continuous`` is
+    None.
+
+    ``continuous`` is None for a binary feature prior and ``np.True_`` otherwise
+    (:func:`~sklearn_ibp.solvers.hierarchy.hierarchy_gibbs.continuous_marker`): numba
+    drops the branch a None argument rules out, so a fit of binary data never compiles
+    the Gaussian and truncated-Gaussian proposals (about a tenth of its cold compile).
+    """
+    if continuous is None:
+        return _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows,
+                                        children, preds, out, rng)
+    return feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                            n_rows, children, preds, out, rng)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _propose_feature(
     draw, prior_kind, prior, obs_kind, noise, X, observed, rows, n_rows, children, base,
-    a, rng,
+    a, rng, continuous,
 ):
     """``log p(a) - log q(a)`` of one new feature, drawn into ``a`` when ``draw``.
 
-    ``q`` is :func:`feature_proposal` given the rows ``rows[:n_rows]`` with ``children``
+    ``q`` is :func:`feature_row_proposal` given the rows ``rows[:n_rows]`` with ``children``
     and the prediction ``base[:n_rows]`` of their other features; ``base`` then gains the
     feature in the rows where it is on, so that the next feature of a set is proposed
     given this one (several new features can thus share out a residual). The density of
@@ -126,8 +173,8 @@ def _propose_feature(
     from its conditional (uniform, as the target is symmetric in the features) before
     each move, and the Metropolis-Hastings ratio with the single ordered density is exact.
     """
-    log_q = feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
-                             n_rows, children, base, a, rng)
+    log_q = feature_row_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                                 n_rows, children, base, a, rng, continuous)
     for i in range(n_rows):
         if children[i] == 1:
             for d in range(a.shape[0]):
@@ -135,10 +182,10 @@ def _propose_feature(
     return log_prior_feature(prior_kind, prior, a) - log_q
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _replaced_features_weight(
     features, n_features, order, prior_kind, prior, obs_kind, noise, X, observed, rows,
-    n_rows, Z, A, children, base, rng,
+    n_rows, Z, A, children, base, rng, continuous,
 ):
     """``sum log p(a_k) - log q(a_k | ...)`` over ``features[:n_features]`` in random order.
 
@@ -155,11 +202,11 @@ def _replaced_features_weight(
         for i in range(n_rows):
             children[i] = Z[rows[i], k]
         total += _propose_feature(FALSE, prior_kind, prior, obs_kind, noise, X, observed,
-                                  rows, n_rows, children, base, A[k], rng)
+                                  rows, n_rows, children, base, A[k], rng, continuous)
     return total
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
     for d in range(out.shape[0]):
         out[d] = pred_row[d]
@@ -171,7 +218,7 @@ def _shifted_row(pred_row, A, ks, deltas, n_changes, out):
                 out[d] += dz * a[d]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _children_change(deltas, n_changes):
     """Whether any child changes (else the row's prediction and likelihood stay)."""
     for j in range(n_changes):
@@ -180,7 +227,7 @@ def _children_change(deltas, n_changes):
     return False
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng):
     """Children of row ``n`` under a change ``s_n += sign * row_shift``.
 
@@ -211,7 +258,7 @@ def _change_parents(n, row_shift, sign, S, Z, K_slots, log_q, link, ks, deltas, 
     return n_changes, log_ratio
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_changes, new_pred):
     for k in range(K_slots):
         if row_shift[k] != 0:
@@ -225,11 +272,11 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
 # --------------------------------------------------------------------------------------
 # Rows: the DP upper process (Neal's Algorithm 8 over categories)
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def dp_rows(
     start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    n_auxiliary, max_new, rng,
+    n_auxiliary, max_new, rng, continuous,
 ):
     """Reassign every row's category (Doshi-Velez 2009, sec. 7.2.1: Neal 2000's partial Gibbs).
 
@@ -307,7 +354,7 @@ def dp_rows(
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
-                ONE, Z, A, one_child, one_pred, rng,
+                ONE, Z, A, one_child, one_pred, rng, continuous,
             )
         aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
@@ -334,7 +381,7 @@ def dp_rows(
                 one_child[0] = z_opts[o, slot]
                 log_w[o] += _propose_feature(
                     TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-                    one_child, one_pred, A[slot], rng,
+                    one_child, one_pred, A[slot], rng, continuous,
                 )
         # Likelihood of each option.
         for o in range(n_opts):
@@ -401,11 +448,11 @@ def dp_rows(
 # --------------------------------------------------------------------------------------
 # Rows: the IBP upper process
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def ibp_rows(
     start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    max_new_categories, max_new, rng,
+    max_new_categories, max_new, rng, continuous,
 ):
     """Update every row's memberships of shared categories, then its own categories.
 
@@ -567,7 +614,7 @@ def ibp_rows(
                         one_pred[0, d] -= A[k, d]
         log_ratio -= _replaced_features_weight(
             own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-            Z, A, one_child, one_pred, rng,
+            Z, A, one_child, one_pred, rng, continuous,
         )
         # Forward: the new features, proposed in sequence from the row's data given the
         # proposal's features that existed before and the new ones proposed so far.
@@ -585,7 +632,7 @@ def ibp_rows(
             one_child[0] = deltas[j]
             log_ratio += _propose_feature(
                 TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
-                one_child, one_pred, A[k], rng,
+                one_child, one_pred, A[k], rng, continuous,
             )
         for d in range(D):
             new_pred[d] = one_pred[0, d]
@@ -633,146 +680,13 @@ def ibp_rows(
     return -1
 
 
-@njit(cache=True)
-def _own_features_move(
-    cat, k_flip, members, n_members, X, observed, M, S, Z, A, pred, links, counts, L_live,
-    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, old_liks, new_liks,
-    new_preds, flip_preds, member_ks, member_deltas, member_changes, children,
-    new_children, shift, own, order, rng,
-):
-    """Replace category ``cat``'s own features, optionally flipping shared link ``k_flip``.
-
-    The own features (linked by ``cat`` alone) are replaced by ``Poisson(alpha_M / L)`` new
-    ones, their children drawn from the prior and their ``A`` from
-    :func:`feature_proposal` given the members' other features. With ``k_flip >= 0`` the
-    link ``m_{cat, k_flip}`` flips in the same move (with the children it alone
-    activates). The Metropolis-Hastings ratio holds the flip's prior odds, the likelihood
-    of the members, and ``p(A) / q(A)`` of the new features over that of the replaced
-    ones, each set proposed (or scored, in a random order) in sequence given its
-    configuration without own features (:func:`_propose_feature`). The Poisson draw is
-    truncated at ``max_new``, so a category with more own features than that keeps them
-    (the reverse move could not be drawn). Returns whether it was accepted.
-    """
-    N, D = X.shape
-    K_slots = counts[K_SLOTS]
-    n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
-    n_own = np.int64(0)
-    for k in range(K_slots):
-        if M[cat, k] == 1 and links[k] == 1:
-            own[n_own] = k
-            n_own += 1
-    if n_new == 0 and n_own == 0 and k_flip < 0:
-        return False
-    if n_own > max_new:
-        return False  # its reverse, a draw of n_own > max_new features, is impossible
-    log_accept = 0.0
-    sign = np.int64(0)
-    if k_flip >= 0:
-        for kk in range(K_slots):
-            shift[kk] = 0
-        shift[k_flip] = 1
-        sign = -1 if M[cat, k_flip] == 1 else 1
-        others = links[k_flip] - M[cat, k_flip]
-        log_odds = math.log(others) - math.log(L_live - others)
-        log_accept += log_odds if sign == 1 else -log_odds
-    for i in range(n_members):
-        n = members[i]
-        if k_flip >= 0:
-            n_changes, log_ratio = _change_parents(
-                n, shift, sign, S, Z, K_slots, log_q, link, member_ks[i], member_deltas[i],
-                rng,
-            )
-            member_changes[i] = n_changes
-            log_accept += log_ratio
-            _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes, flip_preds[i])
-        else:
-            member_changes[i] = 0
-            for d in range(D):
-                flip_preds[i, d] = pred[n, d]
-    # Reverse: the current own features, scored in a random order given the current
-    # configuration without own features.
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            new_preds[i, d] = pred[n, d]
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                for d in range(D):
-                    new_preds[i, d] -= A[k, d]
-    log_accept -= _replaced_features_weight(
-        own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, members,
-        n_members, Z, A, children, new_preds, rng,
-    )
-    # Forward: the new features, proposed in sequence given the flipped configuration
-    # without own features.
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            new_preds[i, d] = flip_preds[i, d]
-        for k in range(K_slots):
-            if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                for d in range(D):
-                    new_preds[i, d] -= A[k, d]
-    for t in range(n_new):
-        k = K_slots + t
-        for i in range(n_members):
-            children[i] = draw_child(_ONE, log_q, link, rng)
-            new_children[i, t] = children[i]
-        log_accept += _propose_feature(
-            TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-            children, new_preds, A[k], rng,
-        )
-    for i in range(n_members):
-        n = members[i]
-        new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
-        log_accept += new_liks[i] - old_liks[i]
-    if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
-        return False
-    if k_flip >= 0:
-        for i in range(n_members):
-            n = members[i]
-            S[n, k_flip] += sign
-            for j in range(member_changes[i]):
-                Z[n, member_ks[i, j]] += member_deltas[i, j]
-        M[cat, k_flip] = 1 if sign == 1 else 0
-        links[k_flip] += sign
-    for k in range(K_slots):
-        if M[cat, k] == 1 and links[k] == 1:
-            M[cat, k] = 0
-            links[k] = 0
-            counts[K_LIVE] -= 1
-            for i in range(n_members):
-                n = members[i]
-                S[n, k] = 0
-                Z[n, k] = 0
-    for t in range(n_new):
-        k = K_slots + t
-        M[cat, k] = 1
-        links[k] = 1
-        for i in range(S.shape[0]):  # element loops: no broadcasting to compile
-            S[i, k] = 0
-            Z[i, k] = 0
-        for i in range(n_members):
-            n = members[i]
-            S[n, k] = 1
-            Z[n, k] = new_children[i, t]
-    counts[K_SLOTS] += n_new
-    counts[K_LIVE] += n_new
-    for i in range(n_members):
-        n = members[i]
-        for d in range(D):
-            pred[n, d] = new_preds[i, d]
-        old_liks[i] = new_liks[i]
-    return True
-
-
 # --------------------------------------------------------------------------------------
 # Links: the IBP over M, one category at a time
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def link_pass(
     start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
-    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng,
+    alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng, continuous,
 ):
     """Update every category's links to shared features, then its own features.
 
@@ -781,10 +695,23 @@ def link_pass(
     feature other categories link (``r_{-l,k} > 0``): a Metropolis flip with prior odds
     ``r_{-l,k} / (L - r_{-l,k})`` (eq. 7.5), jointly with the children of the category's
     rows that it alone activates. The features only category ``l`` links are then
-    replaced by ``Poisson(alpha_M / L)`` new ones (:func:`_own_features_move`), alone and
-    together with a flip of each shared link. Returns ``-1`` or the position in
-    ``category_order`` to resume from once the driver has grown the feature capacity
-    (checked before a category is started, so no category is updated twice).
+    replaced by ``Poisson(alpha_M / L)`` new ones, alone and together with a flip of each
+    shared link ``k_flip``: the new features' children are drawn from the prior and their
+    ``A`` from :func:`feature_row_proposal` given the members' other features, the flip
+    (if any) moves with the children it alone activates, and the Metropolis-Hastings ratio
+    holds the flip's prior odds, the likelihood of the members, and ``p(A) / q(A)`` of the
+    new features over that of the replaced ones, each set proposed (or scored, in a random
+    order) in sequence given its configuration without own features
+    (:func:`_propose_feature`). The Poisson draw is truncated at ``max_new``, so a
+    category with more own features than that keeps them (the reverse move could not be
+    drawn). Returns ``-1`` or the position in ``category_order`` to resume from once the
+    driver has grown the feature capacity (checked before a category is started, so no
+    category is updated twice).
+
+    The own-feature move is written out here rather than in a kernel of its own: as a
+    separate kernel it compiled its whole call tree (the feature proposals) once more,
+    about 2 CPU s of the cold default fit of ``benchmarks/bench_startup.py`` (15.2-15.6
+    against 17.6-18.0 CPU s, two paired runs).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
@@ -866,16 +793,123 @@ def link_pass(
             k = order[j] - 1
             if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
                 continue
-            _own_features_move(
-                cat, k, members, n_members, X, observed, M, S, Z, A, pred, links, counts,
-                L_live, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new,
-                old_liks, new_liks, new_preds, flip_preds, member_ks, member_deltas,
-                member_changes, children, new_children, shift, own, order_own, rng,
+            # The own-feature move (see the docstring), with shared link k_flip flipped
+            # too when k_flip >= 0; a rejected or impossible move leaves the state as is.
+            k_flip = k
+            K_now = counts[K_SLOTS]
+            n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
+            n_own = np.int64(0)
+            for k in range(K_now):
+                if M[cat, k] == 1 and links[k] == 1:
+                    own[n_own] = k
+                    n_own += 1
+            if n_new == 0 and n_own == 0 and k_flip < 0:
+                continue
+            if n_own > max_new:
+                continue  # its reverse, a draw of n_own > max_new features, is impossible
+            log_accept = 0.0
+            sign = np.int64(0)
+            if k_flip >= 0:
+                for kk in range(K_now):
+                    shift[kk] = 0
+                shift[k_flip] = 1
+                sign = -1 if M[cat, k_flip] == 1 else 1
+                others = links[k_flip] - M[cat, k_flip]
+                log_odds = math.log(others) - math.log(L_live - others)
+                log_accept += log_odds if sign == 1 else -log_odds
+            for i in range(n_members):
+                n = members[i]
+                if k_flip >= 0:
+                    n_changes, log_ratio = _change_parents(
+                        n, shift, sign, S, Z, K_now, log_q, link, member_ks[i], member_deltas[i],
+                        rng,
+                    )
+                    member_changes[i] = n_changes
+                    log_accept += log_ratio
+                    _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
+                                 flip_preds[i])
+                else:
+                    member_changes[i] = 0
+                    for d in range(D):
+                        flip_preds[i, d] = pred[n, d]
+            # Reverse: the current own features, scored in a random order_own given the current
+            # configuration without own features.
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    new_preds[i, d] = pred[n, d]
+                for k in range(K_now):
+                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                        for d in range(D):
+                            new_preds[i, d] -= A[k, d]
+            log_accept -= _replaced_features_weight(
+                own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
+                n_members, Z, A, children, new_preds, rng, continuous,
             )
+            # Forward: the new features, proposed in sequence given the flipped configuration
+            # without own features.
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    new_preds[i, d] = flip_preds[i, d]
+                for k in range(K_now):
+                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
+                        for d in range(D):
+                            new_preds[i, d] -= A[k, d]
+            for t in range(n_new):
+                k = K_now + t
+                for i in range(n_members):
+                    children[i] = draw_child(_ONE, log_q, link, rng)
+                    new_children[i, t] = children[i]
+                log_accept += _propose_feature(
+                    TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
+                    children, new_preds, A[k], rng, continuous,
+                )
+            for i in range(n_members):
+                n = members[i]
+                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+                log_accept += new_liks[i] - old_liks[i]
+            if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
+                continue
+            if k_flip >= 0:
+                for i in range(n_members):
+                    n = members[i]
+                    S[n, k_flip] += sign
+                    for j in range(member_changes[i]):
+                        Z[n, member_ks[i, j]] += member_deltas[i, j]
+                M[cat, k_flip] = 1 if sign == 1 else 0
+                links[k_flip] += sign
+            for k in range(K_now):
+                if M[cat, k] == 1 and links[k] == 1:
+                    M[cat, k] = 0
+                    links[k] = 0
+                    counts[K_LIVE] -= 1
+                    for i in range(n_members):
+                        n = members[i]
+                        S[n, k] = 0
+                        Z[n, k] = 0
+            for t in range(n_new):
+                k = K_now + t
+                M[cat, k] = 1
+                links[k] = 1
+                for i in range(S.shape[0]):  # element loops: no broadcasting to compile
+                    S[i, k] = 0
+                    Z[i, k] = 0
+                for i in range(n_members):
+                    n = members[i]
+                    S[n, k] = 1
+                    Z[n, k] = new_children[i, t]
+            counts[K_SLOTS] += n_new
+            counts[K_LIVE] += n_new
+            for i in range(n_members):
+                n = members[i]
+                for d in range(D):
+                    pred[n, d] = new_preds[i, d]
+                old_liks[i] = new_liks[i]
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
     """``sum_i log p(x_{rows[i]} | preds[i])``: the likelihood of some rows."""
     total = 0.0
@@ -888,7 +922,7 @@ def rows_log_likelihood(obs_kind, X, observed, rows, preds, noise):
 # --------------------------------------------------------------------------------------
 # Children of the noisy-or
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     """``P(z_nk = 1 | s_nk = s, x_n)`` under the noisy-or link (eq. 7.9): the child's prior
     given its ``s`` active parents times the row's likelihood with ``z_nk`` on and off
@@ -905,7 +939,7 @@ def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     return math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _row_prediction(z, A, K, pred):
     """``pred = sum_{k < K, z_k = 1} A[k]`` (overwritten), one row's prediction."""
     for d in range(pred.shape[0]):
@@ -916,7 +950,7 @@ def _row_prediction(z, A, K, pred):
                 pred[d] += A[k, d]
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
     """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
     N, D = X.shape
@@ -946,7 +980,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng)
 # --------------------------------------------------------------------------------------
 # New rows: feature probabilities with the fitted structure held fixed
 # --------------------------------------------------------------------------------------
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def new_row_feature_probabilities(
     X, observed, M, A, category_log_prior, upper, link, log_q, obs_kind, noise,
     n_sweeps, n_burn, seed,

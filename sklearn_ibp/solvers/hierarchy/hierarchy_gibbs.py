@@ -31,15 +31,26 @@ from sklearn.utils._param_validation import Interval
 from ..._deprecation import class_aliases
 from ..._memory import check_allocation
 from ..._slice import slice_sample
+from ...likelihoods._observation_kernels import PRIOR_BERNOULLI
 from ...priors.crp import sample_alpha_posterior_crp
 from ...priors.ibp import sample_alpha_posterior
 from .._protocol import Solver
 from . import _hierarchy_kernels as kernels
 
-__all__ = ["GibbsHierarchy", "HierarchyState", "UPPER_CODES", "LINK_CODES"]
+__all__ = ["GibbsHierarchy", "HierarchyState", "UPPER_CODES", "LINK_CODES", "continuous_marker"]
 
 UPPER_CODES = {"dp": kernels.UPPER_DP, "ibp": kernels.UPPER_IBP}
 LINK_CODES = {"or": kernels.LINK_OR, "noisy_or": kernels.LINK_NOISY_OR}
+
+
+def continuous_marker(likelihood):
+    """The kernels' ``continuous`` argument: None for binary features, else ``np.True_``.
+
+    A None lets numba leave the Gaussian and truncated-Gaussian feature proposals out of
+    the kernels a fit of binary data compiles
+    (:func:`~sklearn_ibp.solvers.hierarchy._hierarchy_kernels.feature_row_proposal`).
+    """
+    return None if likelihood.prior_kind == PRIOR_BERNOULLI else np.True_
 
 
 @dataclass
@@ -269,6 +280,7 @@ class GibbsHierarchy(Solver):
         prior = likelihood.prior_array(state.params)
         obs, pkind = likelihood.observation_kind, likelihood.prior_kind
         log_q = math.log(state.q) if state.q > 0.0 else -np.inf
+        continuous = continuous_marker(likelihood)
         start = 0
         while True:
             if state.upper == kernels.UPPER_DP:
@@ -277,13 +289,14 @@ class GibbsHierarchy(Solver):
                     state.S, state.Z, state.A, state.pred, state.sizes, state.links,
                     state.counts, state.alpha_c, state.alpha_m, log_q, state.link, obs,
                     noise, pkind, prior, self.n_auxiliary, self.max_new_features, rng,
+                    continuous,
                 )
             else:
                 start = kernels.ibp_rows(
                     start, state.X, state.observed, state.C, state.M, state.S, state.Z,
                     state.A, state.pred, state.sizes, state.links, state.counts,
                     state.alpha_c, state.alpha_m, log_q, state.link, obs, noise, pkind,
-                    prior, self.max_new_categories, self.max_new_features, rng,
+                    prior, self.max_new_categories, self.max_new_features, rng, continuous,
                 )
             if start < 0:
                 break
@@ -297,7 +310,7 @@ class GibbsHierarchy(Solver):
                 start, category_order, state.X, state.observed, state.C, state.M, state.S, state.Z,
                 state.A, state.pred, state.sizes, state.links, state.counts,
                 state.alpha_m, log_q, state.link, obs, noise, pkind, prior,
-                self.max_new_features, rng,
+                self.max_new_features, rng, continuous,
             )
             if start < 0:
                 break
@@ -337,6 +350,7 @@ class GibbsHierarchy(Solver):
         noise = likelihood.noise_array(state.params, D)
         prior = likelihood.prior_array(state.params)
         log_q = math.log(state.q) if state.q > 0.0 else -np.inf
+        continuous = continuous_marker(likelihood)
         L = state.n_categories
         for _ in range(K if n_attempts is None else n_attempts):
             k, j = rng.choice(K, size=2, replace=False)
@@ -373,13 +387,15 @@ class GibbsHierarchy(Solver):
             dz_j = Z_new[rows, j].astype(np.int64) - Z[rows, j]
             pred_new = pred_old + dz_j[:, None] * A[j]
             A_new = A.copy()
-            log_q_old = kernels.feature_proposal(
+            log_q_old = kernels.feature_row_proposal(
                 False, likelihood.prior_kind, prior, likelihood.observation_kind, noise,
                 state.X, state.observed, rows, rows.size, z_k, pred_old, A[k].copy(), rng,
+                continuous,
             )
-            log_q_new = kernels.feature_proposal(
+            log_q_new = kernels.feature_row_proposal(
                 True, likelihood.prior_kind, prior, likelihood.observation_kind, noise,
                 state.X, state.observed, rows, rows.size, z_k, pred_new, A_new[k], rng,
+                continuous,
             )
             m_old, m_new = int(in_j.sum()), int(M_new[:, j].sum())
             log_ratio = (
@@ -416,7 +432,8 @@ class GibbsHierarchy(Solver):
         that no category links both and no row reaches through both becomes one feature
         linked by the categories of either, its children those of ``k`` and of ``j``
         (disjoint rows), its ``a`` drawn from the data-driven proposal
-        (:func:`~sklearn_ibp.solvers._feature_proposal_kernels.feature_proposal`) given its
+        (:func:`~sklearn_ibp.solvers._feature_proposal_kernels.feature_proposal`, through
+        :func:`~sklearn_ibp.solvers.hierarchy._hierarchy_kernels.feature_row_proposal`) given its
         rows. Otherwise *split*,
         the inverse: a random feature linked by ``m >= 2`` categories hands a uniformly
         random non-empty proper subset of them to a new feature (rejected if a row
@@ -433,6 +450,7 @@ class GibbsHierarchy(Solver):
         noise = likelihood.noise_array(state.params, D)
         prior = likelihood.prior_array(state.params)
         pkind, okind = likelihood.prior_kind, likelihood.observation_kind
+        continuous = continuous_marker(likelihood)
         # The number of attempts must not depend on anything the moves change (K): a
         # state-dependent number of repetitions of an invariant kernel need not be
         # invariant. L is left alone by these moves.
@@ -460,16 +478,17 @@ class GibbsHierarchy(Solver):
                 base = (state.pred[rows] - Z[rows, k][:, None] * A[k]
                         - Z[rows, j][:, None] * A[j])
                 a_new = np.empty(D)
-                log_q_new = kernels.feature_proposal(True, pkind, prior, okind, noise, state.X,
-                                                     state.observed, rows, rows.size, z_new,
-                                                     base, a_new, rng)
+                log_q_new = kernels.feature_row_proposal(
+                    True, pkind, prior, okind, noise, state.X, state.observed, rows,
+                    rows.size, z_new, base, a_new, rng, continuous,
+                )
                 log_q_old = 0.0
                 for f, rows_f in ((k, rows_k), (j, rows_j)):
                     z_f = Z[rows_f, f].astype(np.int64)
-                    log_q_old += kernels.feature_proposal(
+                    log_q_old += kernels.feature_row_proposal(
                         False, pkind, prior, okind, noise, state.X, state.observed, rows_f,
                         rows_f.size, z_f, state.pred[rows_f] - z_f[:, None] * A[f],
-                        A[f].copy(), rng,
+                        A[f].copy(), rng, continuous,
                     )
                 log_ratio = _merge_log_ratio(
                     K, state.alpha_m, L, m, m_k, m_j,
@@ -503,9 +522,10 @@ class GibbsHierarchy(Solver):
                 rows = np.flatnonzero(S[:, k] > 0)
                 z_old = Z[rows, k].astype(np.int64)
                 base = state.pred[rows] - z_old[:, None] * A[k]
-                log_q_old = kernels.feature_proposal(False, pkind, prior, okind, noise, state.X,
-                                                     state.observed, rows, rows.size, z_old,
-                                                     base, A[k].copy(), rng)
+                log_q_old = kernels.feature_row_proposal(
+                    False, pkind, prior, okind, noise, state.X, state.observed, rows,
+                    rows.size, z_old, base, A[k].copy(), rng, continuous,
+                )
                 new_a = np.empty((2, D))
                 log_q_new = 0.0
                 pred_new = base.copy()
@@ -513,9 +533,9 @@ class GibbsHierarchy(Solver):
                     in_f = s_f[rows] > 0
                     rows_f = rows[in_f]
                     z_f = z_old[in_f]
-                    log_q_new += kernels.feature_proposal(
+                    log_q_new += kernels.feature_row_proposal(
                         True, pkind, prior, okind, noise, state.X, state.observed, rows_f,
-                        rows_f.size, z_f, base[in_f], new_a[t], rng,
+                        rows_f.size, z_f, base[in_f], new_a[t], rng, continuous,
                     )
                     pred_new[in_f] += z_f[:, None] * new_a[t]
                 m_k, m_j = int(col_k.sum()), int(col_j.sum())

@@ -401,3 +401,36 @@ def test_transfer_moves_alone_target_the_posterior_of_the_links():
     # distance of 0.04-0.09 of the target (seeds 0-7), so 30000 are run; the target
     # without the IBP prior of M's columns lies 0.19 away.
     assert 0.5 * np.abs(freq - p).sum() < 0.1
+
+
+def test_binary_feature_row_proposal_matches_the_shared_proposal():
+    # feature_row_proposal with continuous=None (binary features) compiles only its own
+    # Bernoulli proposal; it must draw and score exactly as the shared feature_proposal.
+    from sklearn_ibp.solvers._feature_proposal_kernels import feature_proposal
+    from sklearn_ibp.solvers.hierarchy import _hierarchy_kernels as kernels
+    from sklearn_ibp.solvers.hierarchy.hierarchy_gibbs import continuous_marker
+
+    lik = BinaryDetection()
+    assert continuous_marker(lik) is None
+    assert continuous_marker(LinearGaussianFeatures()) is np.True_
+    data = np.random.default_rng(0)
+    N, D = 9, 7
+    X = (data.random((N, D)) < 0.4).astype(float)
+    observed = (data.random((N, D)) < 0.8).astype(np.uint8)
+    noise = np.vstack([np.full(D, 0.05), np.full(D, 0.2)])
+    prior = np.array([0.3])
+    rows = np.array([0, 2, 3, 5, 8], dtype=np.int64)
+    children = np.array([1, 0, 1, 1, 1], dtype=np.int64)
+    preds = (data.random((rows.size, D)) < 0.3).astype(float)
+    for draw in (True, False):
+        for seed in range(5):
+            start = (data.random(D) < 0.5).astype(float)
+            out_shared, out_binary = start.copy(), start.copy()
+            args = (lik.prior_kind, prior, lik.observation_kind, noise, X, observed, rows,
+                    rows.size, children, preds)
+            rng_shared, rng_binary = np.random.default_rng(seed), np.random.default_rng(seed)
+            shared = feature_proposal(draw, *args, out_shared, rng_shared)
+            binary = kernels.feature_row_proposal(draw, *args, out_binary, rng_binary, None)
+            assert shared == binary
+            np.testing.assert_array_equal(out_shared, out_binary)
+            assert rng_shared.random() == rng_binary.random()
