@@ -19,6 +19,9 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.linalg.lapack import dgetrf as _getrf
+from scipy.linalg.lapack import dgetri as _getri
+from scipy.linalg.lapack import dgetri_lwork as _getri_lwork
 
 from ..._numba import FAST_MATH
 from ...likelihoods._linear_gaussian_kernels import (
@@ -124,7 +127,7 @@ def _flip_window(C, E, T, cov, mean, i, k, delta, w, Cp, Ep):
         Ep[i, d] = E[i, d] - delta * mean[k, d]
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2):
     """Start ``n_new`` features at column ``first`` that only row ``r`` has.
 
@@ -148,7 +151,7 @@ def _open_features(Z, counts, gram, cross, cov, mean, r, first, n_new, sigma_a2)
         counts[f] = 1
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _flip_step(step, K, Z, r, counts, sampled):
     """Step ``step`` of row ``r``'s ``2 K``: ``(k, z_rk, m_-r,k, turn)`` with
     ``k = step % K`` and ``turn`` whether this step updates ``z_rk``: steps ``0 .. K - 1``
@@ -161,7 +164,7 @@ def _flip_step(step, K, Z, r, counts, sampled):
     return k, zk, others, turn
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _accept_flip(others, n_rows, beta, zk, current, proposed, rng):
     """Whether ``z_rk`` flips from ``zk``: a singleton (``others == 0``) is always dropped,
     its mass going to the new-feature draw (eq. 3.7); a shared feature is Gibbs-sampled
@@ -174,7 +177,7 @@ def _accept_flip(others, n_rows, beta, zk, current, proposed, rng):
     return draw_binary(log_odds, rng) != zk
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
                 sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, max_features,
                 rng):
@@ -287,7 +290,7 @@ def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma
     return K + n_new, changed or n_new > 0
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _room_for_new(counts, K, max_features):
     """How many new features a row may open under the bound ``max_features`` on the live
     features: the Poisson draw of eq. 3.7 restricted to ``K_live + j <= max_features``,
@@ -378,9 +381,10 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
     return K
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _sweep_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2, sigma_a2, k_max,
-               log_poisson, u, t, g, e, z_old, log_new, sampled, max_features, rng):
+               log_poisson, u, t, g, e, z_old, log_new, sampled, max_features, rng, u_move,
+               zm_move):
     """Row ``r`` as a window of one: Gibbs-sample it (:func:`_sample_row`) and swap its
     old assignment for the new one in the posterior; returns the number of features."""
     K_old = K
@@ -390,11 +394,47 @@ def _sweep_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2, si
                              sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled,
                              max_features, rng)
     if changed:
-        remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
+        _move_row(cov, mean, z_old, X[r], sigma_x2, K_old, -1.0, u_move, zm_move)
         _update_stats(gram, cross, z_old, X[r], K_old, -1.0)
-        add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+        _move_row(cov, mean, Z[r], X[r], sigma_x2, K, 1.0, u_move, zm_move)
         _update_stats(gram, cross, Z[r], X[r], K, 1.0)
     return K
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def _move_row(cov, mean, z_row, x_row, sigma_x2, n_features, sign, u, zm):
+    """Take one row out of the feature posterior (``sign = -1``) or put it in
+    (``sign = 1``), in place, with the work arrays ``u`` and ``zm``: the arithmetic of
+    :func:`~sklearn_ibp.likelihoods._linear_gaussian_kernels.remove_row_from_posterior`
+    and ``add_row_to_posterior``, kept here with work arrays passed in, so that the
+    row kernel allocates nothing. ``S -> S - u u^T / c``, ``M -> M - u (z^T M - x)^T / c``
+    with ``u = S z`` and ``c = sign s_x^2 + z^T S z``."""
+    n_dims = mean.shape[1]
+    for j in range(n_features):
+        u[j] = 0.0
+    for d in range(n_dims):
+        zm[d] = -x_row[d]
+    for k in range(n_features):
+        if z_row[k] != 0:
+            for j in range(n_features):
+                u[j] += cov[j, k]
+            for d in range(n_dims):
+                zm[d] += mean[k, d]
+    zu = 0.0
+    for k in range(n_features):
+        if z_row[k] != 0:
+            zu += u[k]
+    if zu == 0.0:
+        return
+    denom = -(sigma_x2 - zu) if sign < 0 else sigma_x2 + zu
+    for j in range(n_features):
+        uj = u[j] / denom
+        if uj == 0.0:
+            continue
+        for i in range(n_features):
+            cov[j, i] -= uj * u[i]
+        for d in range(n_dims):
+            mean[j, d] -= uj * zm[d]
 
 
 @njit(cache=True, fastmath=FAST_MATH, inline="always")
@@ -436,37 +476,91 @@ def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, w
     hold every shard's statistics). Only features with ``sampled[k] != 0`` are visited
     (feature sub-sampling, Doshi-Velez 2009, sec. 5.1); ``k_max = 0`` creates no features. No row
     opens a feature that would take the live features past ``max_features`` (an int64;
-    a huge value for no bound). The GIL is released, so shards can sweep on threads.
+    a huge value for no bound). The kernels release the GIL, so shards can sweep on threads.
 
     A plain function that picks the kernel: windows of one row (the default) run
     :func:`_sweep_rows`, which does not contain, and so does not compile, the joint
-    window sampler of :func:`_sweep_windows`.
+    window sampler of :func:`_sweep_windows`. :func:`_sweep_rows` stops after each
+    window that makes a refresh due, and the refresh is made here from Python
+    (:func:`refresh_from_statistics`, LAPACK through SciPy), so that no matrix inverse
+    is compiled into the kernel.
     """
-    args = (X, Z, counts, gram, cross, cov, mean, n_features, order)
-    rest = (alpha, beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total,
-            sampled, max_features)
-    if window == 1:
-        return _sweep_rows(*args, *rest)
-    return _sweep_windows(*args, window, *rest)
+    if window != 1:
+        return _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, window,
+                              alpha, beta, sigma_x2, sigma_a2, k_max, refresh_every,
+                              windows_done, rng, n_total, sampled, max_features)
+    cap = Z.shape[1]
+    D = X.shape[1]
+    # Work arrays of the row kernel, made here so that the kernel allocates nothing.
+    scratch = (np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D), np.empty(D),
+               np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
+    n_rows = order.shape[0]
+    done = 0
+    K = n_features
+    while True:
+        K, windows_done, advanced = _sweep_rows(
+            X, Z, counts, gram, cross, cov, mean, np.int64(K), order[done:],
+            float(alpha), float(beta), float(sigma_x2), float(sigma_a2), np.int64(k_max),
+            np.int64(refresh_every), np.int64(windows_done), rng, np.int64(n_total), sampled,
+            np.int64(max_features), *scratch)
+        done += int(advanced)
+        if refresh_every > 0 and advanced > 0 and windows_done % refresh_every == 0:
+            refresh_from_statistics(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
+        if done >= n_rows or K + k_max > cap:
+            return K, windows_done, done
+
+
+def refresh_from_statistics(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
+    """:func:`refresh_posterior` with the inverse made by LAPACK from Python.
+
+    The same numbers as the kernel (LU factorisation and inverse by ``getrf``/``getri``,
+    the precision scaled by the reciprocal of ``s_x^2`` as the kernel's fast-math code
+    does), with only the mean's product left to a small kernel (:func:`posterior_mean`).
+    """
+    K = int(n_features)
+    if K == 0:
+        return
+    precision = gram[:K, :K] * (1.0 / sigma_x2)
+    precision[np.diag_indices(K)] += 1.0 / sigma_a2
+    lu, piv, info = _getrf(precision)
+    if info == 0:
+        inverse, info = _getri(lu, piv, lwork=max(1, int(_getri_lwork(K)[0])))
+    if info != 0:
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+    cov[:K, :K] = 0.5 * (inverse + inverse.T)
+    posterior_mean(cov, cross, mean, np.int64(K), float(sigma_x2))
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def posterior_mean(cov, cross, mean, n_features, sigma_x2):
+    """``M = S cross / s_x^2`` over the first ``n_features`` features."""
+    K = n_features
+    for i in range(K):
+        for d in range(mean.shape[1]):
+            s = 0.0
+            for j in range(K):
+                s += cov[i, j] * cross[j, d]
+            mean[i, d] = s / sigma_x2
 
 
 @njit(cache=True, fastmath=FAST_MATH, nogil=True)
 def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, beta,
                 sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total, sampled,
-                max_features):
-    """:func:`sweep_accelerated` with windows of one row."""
+                max_features, log_new, u, t, g, e, z_old, u_move, zm_move):
+    """:func:`sweep_accelerated` with windows of one row, up to the first window after
+    which a refresh is due (made by the caller) or the spare columns run out."""
     N = n_total
-    D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson, log_new, u, t, g, e, z_old = _row_scratch(cap, D, alpha, beta, N, k_max)
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     n_rows = order.shape[0]
     for start in range(n_rows):
         K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, order[start], N, beta,
                        sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old, log_new,
-                       sampled, max_features, rng)
-        windows_done = _window_done(gram, cross, cov, mean, K, windows_done, refresh_every,
-                                    sigma_x2, sigma_a2)
+                       sampled, max_features, rng, u_move, zm_move)
+        windows_done += 1
+        if refresh_every > 0 and windows_done % refresh_every == 0:
+            return K, windows_done, start + 1
         if K + k_max > cap and start + 1 < n_rows:
             return K, windows_done, start + 1
     return K, windows_done, n_rows
@@ -488,6 +582,8 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
     E = np.empty((window, D))
     Cp = np.empty((window, window))
     Ep = np.empty((window, D))
+    u_move = np.empty(cap)
+    zm_move = np.empty(D)
     n_rows = order.shape[0]
     start = 0
     while start < n_rows:
@@ -497,7 +593,7 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
         if w == 1:
             K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, rows[0], N, beta,
                            sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old,
-                           log_new, sampled, max_features, rng)
+                           log_new, sampled, max_features, rng, u_move, zm_move)
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:
