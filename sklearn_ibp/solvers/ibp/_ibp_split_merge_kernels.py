@@ -64,7 +64,7 @@ def _move_row(cov, mean, z_row, x_row, sigma_x2, sign, u, resid):
             mean[j, d] += uj * resid[d]
 
 
-@njit(cache=True, fastmath=FAST_MATH)
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _row_log_predictive(cov, mean, z_row, x_row, sigma_x2):
     """``log N(x; z^T M, (s_x^2 + z^T S z) I_D)`` for the posterior ``(M, S)``."""
     K = cov.shape[0]
@@ -83,8 +83,9 @@ def _row_log_predictive(cov, mean, z_row, x_row, sigma_x2):
     return -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
 
 
-@njit(cache=True, fastmath=FAST_MATH)
-def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta, rng):
+@njit(cache=True, fastmath=FAST_MATH, inline="always")
+def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta, rng, u, resid,
+                    z_row, log_w, chosen_log):
     """One restricted Gibbs scan of the rows ``rows`` over the columns ``col_a, col_b``.
 
     Parameters
@@ -110,6 +111,8 @@ def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta,
     beta : float
         IBP stickiness (1 for the one-parameter IBP).
     rng : numpy.random.Generator
+    u, resid, z_row, log_w, chosen_log : ndarray of float64
+        Work arrays of lengths ``K``, ``D``, ``K``, 3 and 3.
 
     Returns
     -------
@@ -118,11 +121,6 @@ def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta,
     """
     N = X.shape[0]
     K = Z.shape[1]
-    D = X.shape[1]
-    u = np.empty(K)
-    resid = np.empty(D)
-    z_row = np.empty(K)
-    log_w = np.empty(3)
     count_a = 0.0
     count_b = 0.0
     for n in range(N):
@@ -156,7 +154,8 @@ def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta,
             math.exp(log_w[0] - best) + math.exp(log_w[1] - best) + math.exp(log_w[2] - best)
         )
         if target[t] < 0:
-            chosen_log = log_w.copy()
+            for p in range(3):
+                chosen_log[p] = log_w[p]
             p = draw_from_log_weights(chosen_log, rng)
         else:
             p = target[t]
@@ -171,120 +170,20 @@ def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta,
     return log_q
 
 
-@njit(cache=True, fastmath=FAST_MATH)
-def _cholesky_of_precision(Z, ratio):
-    """Lower Cholesky factor of ``M = Z^T Z + ratio I``."""
-    N, K = Z.shape
-    M = np.empty((K, K))
-    for j in range(K):
-        for k in range(j + 1):
-            s = 0.0
-            for n in range(N):
-                s += Z[n, j] * Z[n, k]
-            M[j, k] = s
-            M[k, j] = s
-        M[j, j] += ratio
-    L = np.zeros((K, K))
-    for i in range(K):
-        for j in range(i + 1):
-            s = M[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            if i == j:
-                L[i, i] = math.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return L
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def collapsed_log_likelihood(X, Z, sq_norm, sigma_x2, sigma_a2):
-    """Collapsed ``log p(X | Z)`` of eq. A.2 (with the trace of the known-slips note).
-
-    ``-ND/2 log 2pi - (N-K)D/2 log s_x^2 - KD/2 log s_a^2 - D/2 log|M|
-    - (tr(X^T X) - tr(C^T M^-1 C)) / (2 s_x^2)``, ``M = Z^T Z + s_x^2/s_a^2 I``, ``C = Z^T X``.
-    """
-    N, K = Z.shape
-    D = X.shape[1]
-    L = _cholesky_of_precision(Z, sigma_x2 / sigma_a2)
-    log_det = 0.0
-    for k in range(K):
-        log_det += 2.0 * math.log(L[k, k])
-    quad = 0.0
-    y = np.empty(K)
-    for d in range(D):
-        # y = L^-1 C[:, d]; C^T M^-1 C = |y|^2
-        for k in range(K):
-            s = 0.0
-            for n in range(N):
-                s += Z[n, k] * X[n, d]
-            for t in range(k):
-                s -= L[k, t] * y[t]
-            y[k] = s / L[k, k]
-            quad += y[k] * y[k]
-    return (
-        -0.5 * N * D * _LOG_2PI
-        - 0.5 * (N - K) * D * math.log(sigma_x2)
-        - 0.5 * K * D * math.log(sigma_a2)
-        - 0.5 * D * log_det
-        - 0.5 * (sq_norm - quad) / sigma_x2
-    )
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def feature_posterior(X, Z, sigma_x2, sigma_a2):
-    """Covariance ``(K, K)`` and mean ``(K, D)`` of ``p(A | Z, X)`` (eq. A.3).
-
-    ``S = s_x^2 M^-1`` and ``mean = M^-1 Z^T X`` with ``M = Z^T Z + s_x^2/s_a^2 I``.
-    """
-    N, K = Z.shape
-    D = X.shape[1]
-    L = _cholesky_of_precision(Z, sigma_x2 / sigma_a2)
-    # L^-1 by forward substitution, then M^-1 = L^-T L^-1.
-    Linv = np.zeros((K, K))
-    for c in range(K):
-        for k in range(c, K):
-            s = 1.0 if k == c else 0.0
-            for t in range(c, k):
-                s -= L[k, t] * Linv[t, c]
-            Linv[k, c] = s / L[k, k]
-    cov = np.zeros((K, K))
-    for i in range(K):
-        for j in range(i + 1):
-            s = 0.0
-            for t in range(i, K):
-                s += Linv[t, i] * Linv[t, j]
-            cov[i, j] = s
-            cov[j, i] = s
-    cross = np.zeros((K, D))
-    for n in range(N):
-        for k in range(K):
-            if Z[n, k] != 0.0:
-                for d in range(D):
-                    cross[k, d] += Z[n, k] * X[n, d]
-    mean = np.zeros((K, D))
-    for i in range(K):
-        for k in range(K):
-            c = cov[i, k]
-            for d in range(D):
-                mean[i, d] += c * cross[k, d]
-    for i in range(K):
-        for j in range(K):
-            cov[i, j] *= sigma_x2
-    return cov, mean
-
-
 @njit(cache=True)
-def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, sigma_x2, sigma_a2, beta,
-                rng):
+def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sigma_x2, beta,
+                rng, order, visit, final, u, resid, z_row, log_w, chosen_log):
     """Launch state and final restricted Gibbs scan of a split proposal (Jain and Neal).
 
     ``Z`` holds the other features and the two split columns, with the anchors set and the
-    rows ``rows`` at ``(0, 0)``. The rows are allocated one after the other in a random order
-    (the sequential launch: a restricted scan from the empty start), scanned
+    rows ``rows`` at ``(0, 0)``; ``cov`` and ``mean`` the feature posterior ``p(A | Z, X)``
+    of that ``Z`` (moved in place). The rows are allocated one after the other in a random
+    order (the sequential launch: a restricted scan from the empty start), scanned
     ``n_intermediate`` more times in fresh random orders, then once more: drawing their
     patterns when ``target[0] < 0``, otherwise setting row ``rows[t]`` to ``target[t]`` and
-    scoring that choice. ``Z`` ends in the final state.
+    scoring that choice. ``Z`` ends in the final state. ``order``, ``visit`` and ``final``
+    (int64, as long as ``rows``) and the rest are work arrays (see
+    :func:`restricted_scan`); one call site of the scan keeps a single inlined copy.
 
     Returns
     -------
@@ -292,18 +191,13 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, sigma_x2, sigm
         ``log q``, the log probability of the final scan's patterns given the launch state.
     """
     n_rows = rows.shape[0]
-    cov, mean = feature_posterior(X, Z, sigma_x2, sigma_a2)
-    draw = np.full(n_rows, -1, dtype=np.int64)
-    order = np.empty(n_rows, dtype=np.int64)
-    visit = np.empty(n_rows, dtype=np.int64)
-    for _ in range(1 + n_intermediate):
+    log_q = 0.0
+    for scan in range(2 + n_intermediate):
         random_order(n_rows, order, rng)
+        last = scan == 1 + n_intermediate
         for t in range(n_rows):
             visit[t] = rows[order[t]]
-        restricted_scan(X, Z, visit, col_a, col_b, draw, cov, mean, sigma_x2, beta, rng)
-    random_order(n_rows, order, rng)
-    final = np.empty(n_rows, dtype=np.int64)
-    for t in range(n_rows):
-        visit[t] = rows[order[t]]
-        final[t] = target[order[t]] if n_rows and target[0] >= 0 else -1
-    return restricted_scan(X, Z, visit, col_a, col_b, final, cov, mean, sigma_x2, beta, rng)
+            final[t] = target[order[t]] if last and target[0] >= 0 else -1
+        log_q = restricted_scan(X, Z, visit, col_a, col_b, final, cov, mean, sigma_x2, beta,
+                                rng, u, resid, z_row, log_w, chosen_log)
+    return log_q
