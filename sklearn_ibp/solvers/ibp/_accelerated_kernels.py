@@ -226,7 +226,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
     current = window_log_density(C, E, w)
     for i in range(w):
         r = rows[i]
-        # Shared features first, then the row's singletons dropped (see _sample_row).
+        # Shared features first, then the row's singletons dropped (see _sweep_rows).
         for step in range(2 * K):
             k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
             if not turn:
@@ -316,7 +316,7 @@ def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x
 
 @njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _row_scratch(cap, D, alpha, beta, N, k_max):
-    """The prior table of new features and the work arrays of :func:`_sweep_row`."""
+    """The prior table of new features and the work arrays of :func:`_sweep_windows`."""
     log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     log_new = np.empty(k_max + 1)
     u = np.empty(cap)

@@ -24,41 +24,6 @@ from .._draw_kernels import draw_from_log_weights, random_order
 _LOG_2PI = math.log(2.0 * math.pi)
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _move_row(cov, mean, z_row, x_row, sigma_x2, sign, u, resid):
-    """Add (``sign = 1``) or remove (``sign = -1``) one row from the feature posterior.
-
-    ``P -> P + sign z z^T / s_x^2``: ``S -> S - u u^T / c`` and
-    ``M -> M + u (x - z^T M)^T / c`` with ``u = S z``, ``c = sign s_x^2 + z^T S z``.
-    """
-    K = cov.shape[0]
-    D = mean.shape[1]
-    for j in range(K):
-        s = 0.0
-        for k in range(K):
-            s += cov[j, k] * z_row[k]
-        u[j] = s
-    zu = 0.0
-    for k in range(K):
-        zu += z_row[k] * u[k]
-    if zu == 0.0:
-        return
-    for d in range(D):
-        s = x_row[d]
-        for k in range(K):
-            s -= z_row[k] * mean[k, d]
-        resid[d] = s
-    c = sign * sigma_x2 + zu
-    for j in range(K):
-        uj = u[j] / c
-        if uj == 0.0:
-            continue
-        for i in range(K):
-            cov[j, i] -= uj * u[i]
-        for d in range(D):
-            mean[j, d] += uj * resid[d]
-
-
-@njit(cache=True, fastmath=FAST_MATH)
 def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sigma_x2, beta,
                 rng, order, visit, final, u, resid, z_row, log_w, chosen_log):
     """Launch state and final restricted Gibbs scan of a split proposal (Jain and Neal).
@@ -106,53 +71,82 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sig
             r = visit[i]
             for k in range(K):
                 z_row[k] = Z[r, k]
-            _move_row(cov, mean, z_row, X[r], sigma_x2, -1.0, u, resid)
-            others_a = count_a - z_row[col_a]
-            others_b = count_b - z_row[col_b]
-            # The anchors keep others_a, others_b >= 1, so every pattern has prior mass.
-            on_a = math.log(others_a)
-            off_a = math.log(N - 1.0 - others_a + beta)
-            on_b = math.log(others_b)
-            off_b = math.log(N - 1.0 - others_b + beta)
-            for p in range(3):
-                za = 0.0 if p == 1 else 1.0
-                zb = 0.0 if p == 0 else 1.0
-                z_row[col_a] = za
-                z_row[col_b] = zb
-                # log N(x; z^T M, (s_x^2 + z^T S z) I_D), the row's predictive.
-                var = sigma_x2
+            # Phase 0 takes the row out of the posterior, phase 1 draws its pattern and
+            # puts it back: one copy of the Sherman-Morrison move in the kernel.
+            for phase in range(2):
+                if phase == 1:
+                    others_a = count_a - z_row[col_a]
+                    others_b = count_b - z_row[col_b]
+                    # The anchors keep others_a, others_b >= 1: every pattern has mass.
+                    on_a = math.log(others_a)
+                    off_a = math.log(N - 1.0 - others_a + beta)
+                    on_b = math.log(others_b)
+                    off_b = math.log(N - 1.0 - others_b + beta)
+                    for p in range(3):
+                        za = 0.0 if p == 1 else 1.0
+                        zb = 0.0 if p == 0 else 1.0
+                        z_row[col_a] = za
+                        z_row[col_b] = zb
+                        # log N(x; z^T M, (s_x^2 + z^T S z) I_D), the row's predictive.
+                        var = sigma_x2
+                        for j in range(K):
+                            if z_row[j] != 0.0:
+                                for k in range(K):
+                                    var += z_row[j] * cov[j, k] * z_row[k]
+                        quad = 0.0
+                        for d in range(D):
+                            s = X[r, d]
+                            for k in range(K):
+                                s -= z_row[k] * mean[k, d]
+                            quad += s * s
+                        log_w[p] = (
+                            (on_a if za != 0.0 else off_a)
+                            + (on_b if zb != 0.0 else off_b)
+                            + -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
+                        )
+                    best = max(log_w[0], max(log_w[1], log_w[2]))
+                    log_norm = best + math.log(
+                        math.exp(log_w[0] - best) + math.exp(log_w[1] - best)
+                        + math.exp(log_w[2] - best)
+                    )
+                    if final[i] < 0:
+                        for p in range(3):
+                            chosen_log[p] = log_w[p]
+                        p = draw_from_log_weights(chosen_log, rng)
+                    else:
+                        p = final[i]
+                    log_q += log_w[p] - log_norm
+                    z_row[col_a] = 0.0 if p == 1 else 1.0
+                    z_row[col_b] = 0.0 if p == 0 else 1.0
+                    count_a = others_a + z_row[col_a]
+                    count_b = others_b + z_row[col_b]
+                    Z[r, col_a] = z_row[col_a]
+                    Z[r, col_b] = z_row[col_b]
+                sign = -1.0 if phase == 0 else 1.0
+                # P -> P + sign z z^T / s_x^2: S -> S - u u^T / c and
+                # M -> M + u (x - z^T M)^T / c, u = S z, c = sign s_x^2 + z^T S z.
                 for j in range(K):
-                    if z_row[j] != 0.0:
-                        for k in range(K):
-                            var += z_row[j] * cov[j, k] * z_row[k]
-                quad = 0.0
+                    s = 0.0
+                    for k in range(K):
+                        s += cov[j, k] * z_row[k]
+                    u[j] = s
+                zu = 0.0
+                for k in range(K):
+                    zu += z_row[k] * u[k]
+                if zu == 0.0:
+                    continue
                 for d in range(D):
                     s = X[r, d]
                     for k in range(K):
                         s -= z_row[k] * mean[k, d]
-                    quad += s * s
-                log_w[p] = (
-                    (on_a if za != 0.0 else off_a)
-                    + (on_b if zb != 0.0 else off_b)
-                    + -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
-                )
-            best = max(log_w[0], max(log_w[1], log_w[2]))
-            log_norm = best + math.log(
-                math.exp(log_w[0] - best) + math.exp(log_w[1] - best)
-                + math.exp(log_w[2] - best)
-            )
-            if final[i] < 0:
-                for p in range(3):
-                    chosen_log[p] = log_w[p]
-                p = draw_from_log_weights(chosen_log, rng)
-            else:
-                p = final[i]
-            log_q += log_w[p] - log_norm
-            z_row[col_a] = 0.0 if p == 1 else 1.0
-            z_row[col_b] = 0.0 if p == 0 else 1.0
-            count_a = others_a + z_row[col_a]
-            count_b = others_b + z_row[col_b]
-            Z[r, col_a] = z_row[col_a]
-            Z[r, col_b] = z_row[col_b]
-            _move_row(cov, mean, z_row, X[r], sigma_x2, 1.0, u, resid)
+                    resid[d] = s
+                c = sign * sigma_x2 + zu
+                for j in range(K):
+                    uj = u[j] / c
+                    if uj == 0.0:
+                        continue
+                    for k in range(K):
+                        cov[j, k] -= uj * u[k]
+                    for d in range(D):
+                        mean[j, d] += uj * resid[d]
     return log_q
