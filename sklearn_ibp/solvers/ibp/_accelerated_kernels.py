@@ -19,6 +19,9 @@ import math
 
 import numpy as np
 from numba import njit
+from scipy.linalg.lapack import dgetrf as _getrf
+from scipy.linalg.lapack import dgetri as _getri
+from scipy.linalg.lapack import dgetri_lwork as _getri_lwork
 
 from ..._numba import FAST_MATH
 from ...likelihoods._linear_gaussian_kernels import (
@@ -175,119 +178,6 @@ def _accept_flip(others, n_rows, beta, zk, current, proposed, rng):
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, n_total, beta, sigma_x2,
-                sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled, max_features,
-                rng):
-    """Gibbs-sample row ``r`` given ``p(A | Z_-r, X_-r)`` (window of one row, eq. 4.2).
-
-    ``cov`` and ``mean`` hold the posterior with row ``r`` in it; the row is taken out
-    only implicitly. With ``u = S z``, ``c0 = s_x^2 - z^T u`` and ``g = (z M - x) / c0``
-    (Sherman-Morrison), ``S_-r = S + u u^T / c0`` and ``M_-r = M + u g^T``, so the
-    predictive ``N(x; z M_-r, c I)`` has ``c = s_x^4 / c0`` and residual
-    ``e = -s_x^2 g``, and each candidate flip of ``z_k`` costs two length-D dot products.
-    The posterior itself is moved only if the row changes, which after burn-in is rare.
-
-    ``n_total`` is the number of rows the prior counts (all shards' rows for the
-    data-parallel sampler); only features with ``sampled[k] != 0`` are visited.
-
-    Returns the new number of features and whether the row changed.
-    """
-    N = n_total
-    D = X.shape[1]
-    zu = 0.0
-    for j in range(K):
-        s = 0.0
-        for k in range(K):
-            if Z[r, k] != 0:
-                s += cov[j, k]
-        u[j] = s
-    n_on = 0
-    for k in range(K):
-        if Z[r, k] != 0:
-            zu += u[k]
-            n_on += 1
-    # c0 = s_x^4 / (s_x^2 + z S_-r z) > 0, and S_-r <= s_a^2 I (the posterior is tighter
-    # than the prior), so c0 >= s_x^4 / (s_x^2 + |z| s_a^2). With s_a >> s_x the
-    # subtraction below cancels to zero or less: hold it at that bound.
-    c0 = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
-    for j in range(K):
-        t[j] = u[j] * sigma_x2 / c0  # S_-r z
-    c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z
-    ee = 0.0
-    gg = 0.0
-    for d in range(D):
-        s = -X[r, d]
-        for k in range(K):
-            if Z[r, k] != 0:
-                s += mean[k, d]
-        g[d] = s / c0
-        e[d] = -sigma_x2 * g[d]
-        ee += e[d] * e[d]
-        gg += g[d] * g[d]
-    eg = -sigma_x2 * gg  # e . g
-    current = -0.5 * (D * math.log(c) + ee / c)
-    changed = False
-    # Phase 0 Gibbs-samples the features other rows share; phase 1 then drops the row's
-    # singletons, which the new-feature draw below replaces as one block (eq. 3.7).
-    for step in range(2 * K):
-        k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
-        if not turn:
-            continue
-        delta = 1.0 - 2.0 * zk
-        uk = u[k]
-        mg = 0.0
-        mm = 0.0
-        em = 0.0
-        if changed:
-            for d in range(D):
-                mg += mean[k, d] * g[d]
-                mm += mean[k, d] * mean[k, d]
-                em += mean[k, d] * e[d]
-        else:
-            for d in range(D):
-                mg += mean[k, d] * g[d]
-                mm += mean[k, d] * mean[k, d]
-            em = -sigma_x2 * mg
-        # Feature k of the posterior without row r: M_-r,k = M_k + u_k g.
-        em += uk * eg
-        mm += 2.0 * uk * mg + uk * uk * gg
-        s_kk = cov[k, k] + uk * uk / c0
-        ee_new = ee - 2.0 * delta * em + mm
-        c_new = c + 2.0 * delta * t[k] + s_kk
-        proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
-        if _accept_flip(others, N, beta, zk, current, proposed, rng):
-            eg = 0.0
-            for d in range(D):
-                e[d] -= delta * (mean[k, d] + uk * g[d])
-                eg += e[d] * g[d]
-            for j in range(K):
-                t[j] += delta * (cov[j, k] + u[j] * uk / c0)
-            ee = ee_new
-            c = c_new
-            current = proposed
-            Z[r, k] = 1 - zk
-            counts[k] += int(delta)
-            changed = True
-    # New features (eq. 3.7): each adds s_a^2 to c. Over all variances the Gaussian term
-    # is at most -D/2 (log(ee/D) + 1); a count whose prior alone puts it e^-50 below the
-    # best weight cannot matter in double precision and is skipped with its logarithm.
-    ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
-    best = -np.inf
-    room = _room_for_new(counts, K, max_features)
-    for j in range(k_max + 1):
-        if j > room or log_poisson[j] + ceiling < best - 50.0:
-            log_new[j] = -np.inf
-            continue
-        cj = c + j * sigma_a2
-        log_new[j] = log_poisson[j] - 0.5 * (D * math.log(cj) + ee / cj)
-        if log_new[j] > best:
-            best = log_new[j]
-    n_new = draw_from_log_weights(log_new, rng)
-    _open_features(Z, counts, gram, cross, cov, mean, r, K, n_new, sigma_a2)
-    return K + n_new, changed or n_new > 0
-
-
-@njit(cache=True, fastmath=FAST_MATH)
 def _room_for_new(counts, K, max_features):
     """How many new features a row may open under the bound ``max_features`` on the live
     features: the Poisson draw of eq. 3.7 restricted to ``K_live + j <= max_features``,
@@ -336,7 +226,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
     current = window_log_density(C, E, w)
     for i in range(w):
         r = rows[i]
-        # Shared features first, then the row's singletons dropped (see _sample_row).
+        # Shared features first, then the row's singletons dropped (see _sweep_rows).
         for step in range(2 * K):
             k, zk, others, turn = _flip_step(step, K, Z, r, counts, sampled)
             if not turn:
@@ -379,22 +269,39 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _sweep_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2, sigma_a2, k_max,
-               log_poisson, u, t, g, e, z_old, log_new, sampled, max_features, rng):
-    """Row ``r`` as a window of one: Gibbs-sample it (:func:`_sample_row`) and swap its
-    old assignment for the new one in the posterior; returns the number of features."""
-    K_old = K
-    for k in range(K):
-        z_old[k] = Z[r, k]
-    K, changed = _sample_row(X, Z, counts, gram, cross, cov, mean, K, r, N, beta, sigma_x2,
-                             sigma_a2, k_max, log_poisson, u, t, g, e, log_new, sampled,
-                             max_features, rng)
-    if changed:
-        remove_row_from_posterior(cov, mean, z_old, X[r], sigma_x2, K_old)
-        _update_stats(gram, cross, z_old, X[r], K_old, -1.0)
-        add_row_to_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
-        _update_stats(gram, cross, Z[r], X[r], K, 1.0)
-    return K
+def _move_row(cov, mean, z_row, x_row, sigma_x2, n_features, sign, u, zm):
+    """Take one row out of the feature posterior (``sign = -1``) or put it in
+    (``sign = 1``), in place, with the work arrays ``u`` and ``zm``: the arithmetic of
+    :func:`~sklearn_ibp.likelihoods._linear_gaussian_kernels.remove_row_from_posterior`
+    and ``add_row_to_posterior``, kept here with work arrays passed in, so that the
+    row kernel allocates nothing. ``S -> S - u u^T / c``, ``M -> M - u (z^T M - x)^T / c``
+    with ``u = S z`` and ``c = sign s_x^2 + z^T S z``."""
+    n_dims = mean.shape[1]
+    for j in range(n_features):
+        u[j] = 0.0
+    for d in range(n_dims):
+        zm[d] = -x_row[d]
+    for k in range(n_features):
+        if z_row[k] != 0:
+            for j in range(n_features):
+                u[j] += cov[j, k]
+            for d in range(n_dims):
+                zm[d] += mean[k, d]
+    zu = 0.0
+    for k in range(n_features):
+        if z_row[k] != 0:
+            zu += u[k]
+    if zu == 0.0:
+        return
+    denom = -(sigma_x2 - zu) if sign < 0 else sigma_x2 + zu
+    for j in range(n_features):
+        uj = u[j] / denom
+        if uj == 0.0:
+            continue
+        for i in range(n_features):
+            cov[j, i] -= uj * u[i]
+        for d in range(n_dims):
+            mean[j, d] -= uj * zm[d]
 
 
 @njit(cache=True, fastmath=FAST_MATH, inline="always")
@@ -409,7 +316,7 @@ def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x
 
 @njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _row_scratch(cap, D, alpha, beta, N, k_max):
-    """The prior table of new features and the work arrays of :func:`_sweep_row`."""
+    """The prior table of new features and the work arrays of :func:`_sweep_windows`."""
     log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     log_new = np.empty(k_max + 1)
     u = np.empty(cap)
@@ -436,37 +343,246 @@ def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, w
     hold every shard's statistics). Only features with ``sampled[k] != 0`` are visited
     (feature sub-sampling, Doshi-Velez 2009, sec. 5.1); ``k_max = 0`` creates no features. No row
     opens a feature that would take the live features past ``max_features`` (an int64;
-    a huge value for no bound). The GIL is released, so shards can sweep on threads.
+    a huge value for no bound). The kernels release the GIL, so shards can sweep on threads.
 
     A plain function that picks the kernel: windows of one row (the default) run
     :func:`_sweep_rows`, which does not contain, and so does not compile, the joint
-    window sampler of :func:`_sweep_windows`.
+    window sampler of :func:`_sweep_windows`. :func:`_sweep_rows` stops after each
+    window that makes a refresh due, and the refresh is made here from Python
+    (:func:`refresh_from_statistics`, LAPACK through SciPy), so that no matrix inverse
+    is compiled into the kernel.
     """
-    args = (X, Z, counts, gram, cross, cov, mean, n_features, order)
-    rest = (alpha, beta, sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total,
-            sampled, max_features)
-    if window == 1:
-        return _sweep_rows(*args, *rest)
-    return _sweep_windows(*args, window, *rest)
+    if window != 1:
+        return _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, window,
+                              alpha, beta, sigma_x2, sigma_a2, k_max, refresh_every,
+                              windows_done, rng, n_total, sampled, max_features)
+    cap = Z.shape[1]
+    D = X.shape[1]
+    # Work arrays of the row kernel, made here so that the kernel allocates nothing.
+    scratch = (np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D), np.empty(D),
+               np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
+    n_rows = order.shape[0]
+    done = 0
+    K = n_features
+    while True:
+        K, windows_done, advanced = _sweep_rows(
+            X, Z, counts, gram, cross, cov, mean, np.int64(K), order[done:],
+            float(alpha), float(beta), float(sigma_x2), float(sigma_a2), np.int64(k_max),
+            np.int64(refresh_every), np.int64(windows_done), rng, np.int64(n_total), sampled,
+            np.int64(max_features), *scratch)
+        done += int(advanced)
+        if refresh_every > 0 and advanced > 0 and windows_done % refresh_every == 0:
+            refresh_from_statistics(gram, cross, cov, mean, K, sigma_x2, sigma_a2)
+        if done >= n_rows or K + k_max > cap:
+            return K, windows_done, done
+
+
+def refresh_from_statistics(gram, cross, cov, mean, n_features, sigma_x2, sigma_a2):
+    """:func:`refresh_posterior` with the inverse made by LAPACK from Python.
+
+    The same numbers as the kernel (LU factorisation and inverse by ``getrf``/``getri``,
+    the precision scaled by the reciprocal of ``s_x^2`` as the kernel's fast-math code
+    does), with only the mean's product left to a small kernel (:func:`posterior_mean`).
+    """
+    K = int(n_features)
+    if K == 0:
+        return
+    precision = gram[:K, :K] * (1.0 / sigma_x2)
+    precision[np.diag_indices(K)] += 1.0 / sigma_a2
+    lu, piv, info = _getrf(precision)
+    if info == 0:
+        inverse, info = _getri(lu, piv, lwork=max(1, int(_getri_lwork(K)[0])))
+    if info != 0:
+        raise np.linalg.LinAlgError("Matrix is singular to machine precision.")
+    cov[:K, :K] = 0.5 * (inverse + inverse.T)
+    posterior_mean(cov, cross, mean, np.int64(K), float(sigma_x2))
+
+
+@njit(cache=True, fastmath=FAST_MATH)
+def posterior_mean(cov, cross, mean, n_features, sigma_x2):
+    """``M = S cross / s_x^2`` over the first ``n_features`` features."""
+    K = n_features
+    for i in range(K):
+        for d in range(mean.shape[1]):
+            s = 0.0
+            for j in range(K):
+                s += cov[i, j] * cross[j, d]
+            mean[i, d] = s / sigma_x2
 
 
 @njit(cache=True, fastmath=FAST_MATH, nogil=True)
 def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, beta,
                 sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total, sampled,
-                max_features):
-    """:func:`sweep_accelerated` with windows of one row."""
+                max_features, log_new, u, t, g, e, z_old, u_move, zm_move):
+    """:func:`sweep_accelerated` with windows of one row, up to the first window after
+    which a refresh is due (made by the caller) or the spare columns run out.
+
+    Each row ``r`` is Gibbs-sampled given ``p(A | Z_-r, X_-r)`` (window of one row,
+    eq. 4.2). ``cov`` and ``mean`` hold the posterior with row ``r`` in it; the row is
+    taken out only implicitly. With ``u = S z``, ``c0 = s_x^2 - z^T u`` and
+    ``g = (z M - x) / c0`` (Sherman-Morrison), ``S_-r = S + u u^T / c0`` and
+    ``M_-r = M + u g^T``, so the predictive ``N(x; z M_-r, c I)`` has ``c = s_x^4 / c0``
+    and residual ``e = -s_x^2 g``, and each candidate flip of ``z_k`` costs two length-D
+    dot products. The posterior itself is moved only if the row changes, which after
+    burn-in is rare. ``n_total`` is the number of rows the prior counts (all shards' rows
+    for the data-parallel sampler); only features with ``sampled[k] != 0`` are visited.
+
+    One function body on purpose: each small helper numba inlines or links costs a
+    first fit compile time (the steps are those of :func:`_sample_window`'s helpers
+    :func:`_flip_step`, :func:`_accept_flip`, :func:`_room_for_new` and
+    :func:`_open_features` for a window of one row). The work arrays are the caller's.
+    """
     N = n_total
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson, log_new, u, t, g, e, z_old = _row_scratch(cap, D, alpha, beta, N, k_max)
+    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     n_rows = order.shape[0]
     for start in range(n_rows):
-        K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, order[start], N, beta,
-                       sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old, log_new,
-                       sampled, max_features, rng)
-        windows_done = _window_done(gram, cross, cov, mean, K, windows_done, refresh_every,
-                                    sigma_x2, sigma_a2)
+        r = order[start]
+        K_old = K
+        for k in range(K):
+            z_old[k] = Z[r, k]
+        zu = 0.0
+        for j in range(K):
+            s = 0.0
+            for k in range(K):
+                if Z[r, k] != 0:
+                    s += cov[j, k]
+            u[j] = s
+        n_on = 0
+        for k in range(K):
+            if Z[r, k] != 0:
+                zu += u[k]
+                n_on += 1
+        # c0 = s_x^4 / (s_x^2 + z S_-r z) > 0, and S_-r <= s_a^2 I (the posterior is
+        # tighter than the prior), so c0 >= s_x^4 / (s_x^2 + |z| s_a^2). With s_a >> s_x
+        # the subtraction below cancels to zero or less: hold it at that bound.
+        c0 = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
+        for j in range(K):
+            t[j] = u[j] * sigma_x2 / c0  # S_-r z
+        c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z
+        ee = 0.0
+        gg = 0.0
+        for d in range(D):
+            s = -X[r, d]
+            for k in range(K):
+                if Z[r, k] != 0:
+                    s += mean[k, d]
+            g[d] = s / c0
+            e[d] = -sigma_x2 * g[d]
+            ee += e[d] * e[d]
+            gg += g[d] * g[d]
+        eg = -sigma_x2 * gg  # e . g
+        current = -0.5 * (D * math.log(c) + ee / c)
+        changed = False
+        # Steps 0 .. K - 1 Gibbs-sample the features other rows share (m_-r,k > 0);
+        # steps K .. 2K - 1 drop the row's singletons (m_-r,k == 0, z_rk == 1), which the
+        # new-feature draw below replaces as one block (eq. 3.7).
+        for step in range(2 * K):
+            k = step % K
+            zk = Z[r, k]
+            others = counts[k] - zk
+            turn = ((others == 0) == (step >= K) and not (others == 0 and zk == 0)
+                    and sampled[k] != 0)
+            if not turn:
+                continue
+            delta = 1.0 - 2.0 * zk
+            uk = u[k]
+            mg = 0.0
+            mm = 0.0
+            em = 0.0
+            if changed:
+                for d in range(D):
+                    mg += mean[k, d] * g[d]
+                    mm += mean[k, d] * mean[k, d]
+                    em += mean[k, d] * e[d]
+            else:
+                for d in range(D):
+                    mg += mean[k, d] * g[d]
+                    mm += mean[k, d] * mean[k, d]
+                em = -sigma_x2 * mg
+            # Feature k of the posterior without row r: M_-r,k = M_k + u_k g.
+            em += uk * eg
+            mm += 2.0 * uk * mg + uk * uk * gg
+            s_kk = cov[k, k] + uk * uk / c0
+            ee_new = ee - 2.0 * delta * em + mm
+            c_new = c + 2.0 * delta * t[k] + s_kk
+            proposed = -0.5 * (D * math.log(c_new) + ee_new / c_new)
+            # A singleton is always dropped, its mass going to the new-feature draw; a
+            # shared feature is Gibbs-sampled from its prior odds (eq. 3.6).
+            if others == 0:
+                flip = True
+            else:
+                log_odds = log_prior_odds(others, N, beta)
+                log_odds += proposed - current if zk == 0 else current - proposed
+                flip = draw_binary(log_odds, rng) != zk
+            if flip:
+                eg = 0.0
+                for d in range(D):
+                    e[d] -= delta * (mean[k, d] + uk * g[d])
+                    eg += e[d] * g[d]
+                for j in range(K):
+                    t[j] += delta * (cov[j, k] + u[j] * uk / c0)
+                ee = ee_new
+                c = c_new
+                current = proposed
+                Z[r, k] = 1 - zk
+                counts[k] += int(delta)
+                changed = True
+        # New features (eq. 3.7): each adds s_a^2 to c. Over all variances the Gaussian
+        # term is at most -D/2 (log(ee/D) + 1); a count whose prior alone puts it e^-50
+        # below the best weight cannot matter in double precision and is skipped with its
+        # logarithm. No more than the bound max_features on the live features allows.
+        ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
+        best = -np.inf
+        live = 0
+        for k in range(K):
+            if counts[k] > 0:
+                live += 1
+        room = max(max_features - live, 0)
+        for j in range(k_max + 1):
+            if j > room or log_poisson[j] + ceiling < best - 50.0:
+                log_new[j] = -np.inf
+                continue
+            cj = c + j * sigma_a2
+            log_new[j] = log_poisson[j] - 0.5 * (D * math.log(cj) + ee / cj)
+            if log_new[j] > best:
+                best = log_new[j]
+        n_new = draw_from_log_weights(log_new, rng)
+        # The new features only row r has: given the other rows their values have the
+        # prior N(0, s_a^2), uncorrelated with the existing features, and no statistics.
+        for f in range(K, K + n_new):
+            for j in range(cap):
+                cov[f, j] = 0.0
+                cov[j, f] = 0.0
+                gram[f, j] = 0.0
+                gram[j, f] = 0.0
+            cov[f, f] = sigma_a2
+            for d in range(D):
+                mean[f, d] = 0.0
+                cross[f, d] = 0.0
+            for a in range(Z.shape[0]):
+                Z[a, f] = 0
+            Z[r, f] = 1
+            counts[f] = 1
+        K += n_new
+        # Swap the row's old assignment for the new one in the posterior and statistics.
+        if changed or n_new > 0:
+            for sign in (-1.0, 1.0):
+                z_row = z_old if sign < 0 else Z[r]
+                n_row = K_old if sign < 0 else K
+                _move_row(cov, mean, z_row, X[r], sigma_x2, n_row, sign, u_move, zm_move)
+                for k in range(n_row):
+                    if z_row[k] != 0:
+                        for j in range(n_row):
+                            if z_row[j] != 0:
+                                gram[k, j] += sign
+                        for d in range(D):
+                            cross[k, d] += sign * X[r, d]
+        windows_done += 1
+        if refresh_every > 0 and windows_done % refresh_every == 0:
+            return K, windows_done, start + 1
         if K + k_max > cap and start + 1 < n_rows:
             return K, windows_done, start + 1
     return K, windows_done, n_rows
@@ -488,6 +604,8 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
     E = np.empty((window, D))
     Cp = np.empty((window, window))
     Ep = np.empty((window, D))
+    u_move = np.empty(cap)
+    zm_move = np.empty(D)
     n_rows = order.shape[0]
     start = 0
     while start < n_rows:
@@ -495,9 +613,11 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
         rows = order[start : start + w]
         start += w
         if w == 1:
-            K = _sweep_row(X, Z, counts, gram, cross, cov, mean, K, rows[0], N, beta,
-                           sigma_x2, sigma_a2, k_max, log_poisson, u, t, g, e, z_old,
-                           log_new, sampled, max_features, rng)
+            # No refresh is made inside (the count comes back divisible at most).
+            K, _, _ = _sweep_rows(X, Z, counts, gram, cross, cov, mean, K, rows, alpha, beta,
+                                  sigma_x2, sigma_a2, k_max, np.int64(0), np.int64(0), rng,
+                                  n_total, sampled,
+                                  max_features, log_new, u, t, g, e, z_old, u_move, zm_move)
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:

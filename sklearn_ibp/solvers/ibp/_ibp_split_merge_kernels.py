@@ -16,7 +16,6 @@ carried as covariance and mean and moved by Sherman-Morrison updates.
 
 import math
 
-import numpy as np
 from numba import njit
 
 from ..._numba import FAST_MATH
@@ -24,286 +23,130 @@ from .._draw_kernels import draw_from_log_weights, random_order
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
-#: The three patterns a row of a split feature can take on the two new columns.
-PATTERN_A = np.array([1.0, 0.0, 1.0])
-PATTERN_B = np.array([0.0, 1.0, 1.0])
-
-
 @njit(cache=True, fastmath=FAST_MATH)
-def _move_row(cov, mean, z_row, x_row, sigma_x2, sign, u, resid):
-    """Add (``sign = 1``) or remove (``sign = -1``) one row from the feature posterior.
-
-    ``P -> P + sign z z^T / s_x^2``: ``S -> S - u u^T / c`` and
-    ``M -> M + u (x - z^T M)^T / c`` with ``u = S z``, ``c = sign s_x^2 + z^T S z``.
-    """
-    K = cov.shape[0]
-    D = mean.shape[1]
-    for j in range(K):
-        s = 0.0
-        for k in range(K):
-            s += cov[j, k] * z_row[k]
-        u[j] = s
-    zu = 0.0
-    for k in range(K):
-        zu += z_row[k] * u[k]
-    if zu == 0.0:
-        return
-    for d in range(D):
-        s = x_row[d]
-        for k in range(K):
-            s -= z_row[k] * mean[k, d]
-        resid[d] = s
-    c = sign * sigma_x2 + zu
-    for j in range(K):
-        uj = u[j] / c
-        if uj == 0.0:
-            continue
-        for i in range(K):
-            cov[j, i] -= uj * u[i]
-        for d in range(D):
-            mean[j, d] += uj * resid[d]
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def _row_log_predictive(cov, mean, z_row, x_row, sigma_x2):
-    """``log N(x; z^T M, (s_x^2 + z^T S z) I_D)`` for the posterior ``(M, S)``."""
-    K = cov.shape[0]
-    D = mean.shape[1]
-    var = sigma_x2
-    for j in range(K):
-        if z_row[j] != 0.0:
-            for k in range(K):
-                var += z_row[j] * cov[j, k] * z_row[k]
-    quad = 0.0
-    for d in range(D):
-        s = x_row[d]
-        for k in range(K):
-            s -= z_row[k] * mean[k, d]
-        quad += s * s
-    return -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def restricted_scan(X, Z, rows, col_a, col_b, target, cov, mean, sigma_x2, beta, rng):
-    """One restricted Gibbs scan of the rows ``rows`` over the columns ``col_a, col_b``.
-
-    Parameters
-    ----------
-    X : ndarray of shape (n_samples, n_dims), float64
-        Data.
-    Z : ndarray of shape (n_samples, n_features), float64
-        Feature matrix; the entries ``Z[rows, col_a]`` and ``Z[rows, col_b]`` are updated in
-        place, every other entry is held fixed.
-    rows : ndarray of int64
-        The rows to visit, in this order.
-    col_a, col_b : int
-        The two columns of the split.
-    target : ndarray of int64, same length as ``rows``
-        ``-1`` draws each row's pattern; ``0, 1, 2`` (patterns ``(1,0), (0,1), (1,1)``)
-        sets it instead, which evaluates the probability that the scan makes those choices
-        (the reverse proposal of a merge).
-    cov, mean : ndarray
-        Covariance ``(K, K)`` and mean ``(K, D)`` of ``p(A | Z, X)`` for the current ``Z``,
-        kept up to date in place.
-    sigma_x2 : float
-        Noise variance.
-    beta : float
-        IBP stickiness (1 for the one-parameter IBP).
-    rng : numpy.random.Generator
-
-    Returns
-    -------
-    float
-        Log probability of the patterns chosen (the proposal probability of the scan).
-    """
-    N = X.shape[0]
-    K = Z.shape[1]
-    D = X.shape[1]
-    u = np.empty(K)
-    resid = np.empty(D)
-    z_row = np.empty(K)
-    log_w = np.empty(3)
-    count_a = 0.0
-    count_b = 0.0
-    for n in range(N):
-        count_a += Z[n, col_a]
-        count_b += Z[n, col_b]
-    log_q = 0.0
-    for t in range(rows.shape[0]):
-        r = rows[t]
-        for k in range(K):
-            z_row[k] = Z[r, k]
-        _move_row(cov, mean, z_row, X[r], sigma_x2, -1.0, u, resid)
-        others_a = count_a - z_row[col_a]
-        others_b = count_b - z_row[col_b]
-        # The anchors keep others_a, others_b >= 1, so every pattern has prior mass.
-        on_a = math.log(others_a)
-        off_a = math.log(N - 1.0 - others_a + beta)
-        on_b = math.log(others_b)
-        off_b = math.log(N - 1.0 - others_b + beta)
-        for p in range(3):
-            za = PATTERN_A[p]
-            zb = PATTERN_B[p]
-            z_row[col_a] = za
-            z_row[col_b] = zb
-            log_w[p] = (
-                (on_a if za != 0.0 else off_a)
-                + (on_b if zb != 0.0 else off_b)
-                + _row_log_predictive(cov, mean, z_row, X[r], sigma_x2)
-            )
-        best = max(log_w[0], max(log_w[1], log_w[2]))
-        log_norm = best + math.log(
-            math.exp(log_w[0] - best) + math.exp(log_w[1] - best) + math.exp(log_w[2] - best)
-        )
-        if target[t] < 0:
-            chosen_log = log_w.copy()
-            p = draw_from_log_weights(chosen_log, rng)
-        else:
-            p = target[t]
-        log_q += log_w[p] - log_norm
-        z_row[col_a] = PATTERN_A[p]
-        z_row[col_b] = PATTERN_B[p]
-        count_a = others_a + z_row[col_a]
-        count_b = others_b + z_row[col_b]
-        Z[r, col_a] = z_row[col_a]
-        Z[r, col_b] = z_row[col_b]
-        _move_row(cov, mean, z_row, X[r], sigma_x2, 1.0, u, resid)
-    return log_q
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def _cholesky_of_precision(Z, ratio):
-    """Lower Cholesky factor of ``M = Z^T Z + ratio I``."""
-    N, K = Z.shape
-    M = np.empty((K, K))
-    for j in range(K):
-        for k in range(j + 1):
-            s = 0.0
-            for n in range(N):
-                s += Z[n, j] * Z[n, k]
-            M[j, k] = s
-            M[k, j] = s
-        M[j, j] += ratio
-    L = np.zeros((K, K))
-    for i in range(K):
-        for j in range(i + 1):
-            s = M[i, j]
-            for t in range(j):
-                s -= L[i, t] * L[j, t]
-            if i == j:
-                L[i, i] = math.sqrt(s)
-            else:
-                L[i, j] = s / L[j, j]
-    return L
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def collapsed_log_likelihood(X, Z, sq_norm, sigma_x2, sigma_a2):
-    """Collapsed ``log p(X | Z)`` of eq. A.2 (with the trace of the known-slips note).
-
-    ``-ND/2 log 2pi - (N-K)D/2 log s_x^2 - KD/2 log s_a^2 - D/2 log|M|
-    - (tr(X^T X) - tr(C^T M^-1 C)) / (2 s_x^2)``, ``M = Z^T Z + s_x^2/s_a^2 I``, ``C = Z^T X``.
-    """
-    N, K = Z.shape
-    D = X.shape[1]
-    L = _cholesky_of_precision(Z, sigma_x2 / sigma_a2)
-    log_det = 0.0
-    for k in range(K):
-        log_det += 2.0 * math.log(L[k, k])
-    quad = 0.0
-    y = np.empty(K)
-    for d in range(D):
-        # y = L^-1 C[:, d]; C^T M^-1 C = |y|^2
-        for k in range(K):
-            s = 0.0
-            for n in range(N):
-                s += Z[n, k] * X[n, d]
-            for t in range(k):
-                s -= L[k, t] * y[t]
-            y[k] = s / L[k, k]
-            quad += y[k] * y[k]
-    return (
-        -0.5 * N * D * _LOG_2PI
-        - 0.5 * (N - K) * D * math.log(sigma_x2)
-        - 0.5 * K * D * math.log(sigma_a2)
-        - 0.5 * D * log_det
-        - 0.5 * (sq_norm - quad) / sigma_x2
-    )
-
-
-@njit(cache=True, fastmath=FAST_MATH)
-def feature_posterior(X, Z, sigma_x2, sigma_a2):
-    """Covariance ``(K, K)`` and mean ``(K, D)`` of ``p(A | Z, X)`` (eq. A.3).
-
-    ``S = s_x^2 M^-1`` and ``mean = M^-1 Z^T X`` with ``M = Z^T Z + s_x^2/s_a^2 I``.
-    """
-    N, K = Z.shape
-    D = X.shape[1]
-    L = _cholesky_of_precision(Z, sigma_x2 / sigma_a2)
-    # L^-1 by forward substitution, then M^-1 = L^-T L^-1.
-    Linv = np.zeros((K, K))
-    for c in range(K):
-        for k in range(c, K):
-            s = 1.0 if k == c else 0.0
-            for t in range(c, k):
-                s -= L[k, t] * Linv[t, c]
-            Linv[k, c] = s / L[k, k]
-    cov = np.zeros((K, K))
-    for i in range(K):
-        for j in range(i + 1):
-            s = 0.0
-            for t in range(i, K):
-                s += Linv[t, i] * Linv[t, j]
-            cov[i, j] = s
-            cov[j, i] = s
-    cross = np.zeros((K, D))
-    for n in range(N):
-        for k in range(K):
-            if Z[n, k] != 0.0:
-                for d in range(D):
-                    cross[k, d] += Z[n, k] * X[n, d]
-    mean = np.zeros((K, D))
-    for i in range(K):
-        for k in range(K):
-            c = cov[i, k]
-            for d in range(D):
-                mean[i, d] += c * cross[k, d]
-    for i in range(K):
-        for j in range(K):
-            cov[i, j] *= sigma_x2
-    return cov, mean
-
-
-@njit(cache=True)
-def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, sigma_x2, sigma_a2, beta,
-                rng):
+def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sigma_x2, beta,
+                rng, order, visit, final, u, resid, z_row, log_w, chosen_log):
     """Launch state and final restricted Gibbs scan of a split proposal (Jain and Neal).
 
-    ``Z`` holds the other features and the two split columns, with the anchors set and the
-    rows ``rows`` at ``(0, 0)``. The rows are allocated one after the other in a random order
-    (the sequential launch: a restricted scan from the empty start), scanned
-    ``n_intermediate`` more times in fresh random orders, then once more: drawing their
-    patterns when ``target[0] < 0``, otherwise setting row ``rows[t]`` to ``target[t]`` and
-    scoring that choice. ``Z`` ends in the final state.
+    ``Z`` (float64) holds the other features and the two split columns ``col_a`` and
+    ``col_b``, with the anchors set and the rows ``rows`` at ``(0, 0)``; ``cov`` and
+    ``mean`` the feature posterior ``p(A | Z, X)`` of that ``Z``, covariance ``(K, K)`` and
+    mean ``(K, D)``, kept up to date in place. The rows are allocated one after the other
+    in a random order (the sequential launch: a restricted scan from the empty start),
+    scanned ``n_intermediate`` more times in fresh random orders, then once more: drawing
+    their patterns when ``target[0] < 0``, otherwise setting row ``rows[i]`` to
+    ``target[i]`` (patterns ``(1,0), (0,1), (1,1)`` are 0, 1, 2) and scoring that choice.
+    ``n_intermediate = -1`` makes the final scan alone. ``Z`` ends in the final state.
+
+    Each scan visits its rows once and draws each row's pattern from its conditional given
+    every other row (the module docstring), by Sherman-Morrison moves of the posterior.
+    ``order``, ``visit`` and ``final`` (int64, as long as ``rows``; ``order`` ends holding
+    the final scan's order: it visited ``rows[order]``), ``u``, ``resid``, ``z_row``,
+    ``log_w`` and ``chosen_log`` (float64 of lengths ``K``, ``D``, ``K``, 3, 3) are work
+    arrays. One function body, as the scans are what a first fit compiles.
 
     Returns
     -------
     float
         ``log q``, the log probability of the final scan's patterns given the launch state.
     """
+    N = X.shape[0]
+    K = Z.shape[1]
+    D = X.shape[1]
     n_rows = rows.shape[0]
-    cov, mean = feature_posterior(X, Z, sigma_x2, sigma_a2)
-    draw = np.full(n_rows, -1, dtype=np.int64)
-    order = np.empty(n_rows, dtype=np.int64)
-    visit = np.empty(n_rows, dtype=np.int64)
-    for _ in range(1 + n_intermediate):
+    log_q = 0.0
+    for scan in range(2 + n_intermediate):
         random_order(n_rows, order, rng)
-        for t in range(n_rows):
-            visit[t] = rows[order[t]]
-        restricted_scan(X, Z, visit, col_a, col_b, draw, cov, mean, sigma_x2, beta, rng)
-    random_order(n_rows, order, rng)
-    final = np.empty(n_rows, dtype=np.int64)
-    for t in range(n_rows):
-        visit[t] = rows[order[t]]
-        final[t] = target[order[t]] if n_rows and target[0] >= 0 else -1
-    return restricted_scan(X, Z, visit, col_a, col_b, final, cov, mean, sigma_x2, beta, rng)
+        last = scan == 1 + n_intermediate
+        for i in range(n_rows):
+            visit[i] = rows[order[i]]
+            final[i] = target[order[i]] if last and target[0] >= 0 else -1
+        count_a = 0.0
+        count_b = 0.0
+        for n in range(N):
+            count_a += Z[n, col_a]
+            count_b += Z[n, col_b]
+        log_q = 0.0
+        for i in range(n_rows):
+            r = visit[i]
+            for k in range(K):
+                z_row[k] = Z[r, k]
+            # Phase 0 takes the row out of the posterior, phase 1 draws its pattern and
+            # puts it back: one copy of the Sherman-Morrison move in the kernel.
+            for phase in range(2):
+                if phase == 1:
+                    others_a = count_a - z_row[col_a]
+                    others_b = count_b - z_row[col_b]
+                    # The anchors keep others_a, others_b >= 1: every pattern has mass.
+                    on_a = math.log(others_a)
+                    off_a = math.log(N - 1.0 - others_a + beta)
+                    on_b = math.log(others_b)
+                    off_b = math.log(N - 1.0 - others_b + beta)
+                    for p in range(3):
+                        za = 0.0 if p == 1 else 1.0
+                        zb = 0.0 if p == 0 else 1.0
+                        z_row[col_a] = za
+                        z_row[col_b] = zb
+                        # log N(x; z^T M, (s_x^2 + z^T S z) I_D), the row's predictive.
+                        var = sigma_x2
+                        for j in range(K):
+                            if z_row[j] != 0.0:
+                                for k in range(K):
+                                    var += z_row[j] * cov[j, k] * z_row[k]
+                        quad = 0.0
+                        for d in range(D):
+                            s = X[r, d]
+                            for k in range(K):
+                                s -= z_row[k] * mean[k, d]
+                            quad += s * s
+                        log_w[p] = (
+                            (on_a if za != 0.0 else off_a)
+                            + (on_b if zb != 0.0 else off_b)
+                            + -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
+                        )
+                    best = max(log_w[0], max(log_w[1], log_w[2]))
+                    log_norm = best + math.log(
+                        math.exp(log_w[0] - best) + math.exp(log_w[1] - best)
+                        + math.exp(log_w[2] - best)
+                    )
+                    if final[i] < 0:
+                        for p in range(3):
+                            chosen_log[p] = log_w[p]
+                        p = draw_from_log_weights(chosen_log, rng)
+                    else:
+                        p = final[i]
+                    log_q += log_w[p] - log_norm
+                    z_row[col_a] = 0.0 if p == 1 else 1.0
+                    z_row[col_b] = 0.0 if p == 0 else 1.0
+                    count_a = others_a + z_row[col_a]
+                    count_b = others_b + z_row[col_b]
+                    Z[r, col_a] = z_row[col_a]
+                    Z[r, col_b] = z_row[col_b]
+                sign = -1.0 if phase == 0 else 1.0
+                # P -> P + sign z z^T / s_x^2: S -> S - u u^T / c and
+                # M -> M + u (x - z^T M)^T / c, u = S z, c = sign s_x^2 + z^T S z.
+                for j in range(K):
+                    s = 0.0
+                    for k in range(K):
+                        s += cov[j, k] * z_row[k]
+                    u[j] = s
+                zu = 0.0
+                for k in range(K):
+                    zu += z_row[k] * u[k]
+                if zu == 0.0:
+                    continue
+                for d in range(D):
+                    s = X[r, d]
+                    for k in range(K):
+                        s -= z_row[k] * mean[k, d]
+                    resid[d] = s
+                c = sign * sigma_x2 + zu
+                for j in range(K):
+                    uj = u[j] / c
+                    if uj == 0.0:
+                        continue
+                    for k in range(K):
+                        cov[j, k] -= uj * u[k]
+                    for d in range(D):
+                        mean[j, d] += uj * resid[d]
+    return log_q

@@ -15,7 +15,7 @@ import numpy as np
 from sklearn.utils._param_validation import Interval
 
 from ..._deprecation import class_aliases
-from ._accelerated_kernels import refresh_posterior, sweep_accelerated
+from ._accelerated_kernels import refresh_from_statistics, sweep_accelerated
 from ._base import BaseIBPSolver, FeatureState, with_capacity
 from .ibp_split_merge import apply_split_merge
 
@@ -105,7 +105,7 @@ class AcceleratedIBP(BaseIBPSolver):
         counts, gram, cross = self._exact_statistics(state)
         cov = np.zeros((cap, cap))
         mean = np.zeros((cap, state.X.shape[1]))
-        refresh_posterior(
+        refresh_from_statistics(
             gram, cross, cov, mean, state.n_features, state.sigma_x**2, state.sigma_a**2
         )
         state.stats.update(counts=counts, gram=gram, cross=cross, cov=cov, mean=mean)

@@ -58,11 +58,12 @@ import math
 
 import numpy as np
 
-from ._base import with_capacity
-from ._ibp_split_merge_kernels import (
-    collapsed_log_likelihood,
-    split_scans,
+from ...likelihoods.linear_gaussian import (
+    feature_posterior,
+    log_marginal_likelihood_from_stats,
 )
+from ._base import with_capacity
+from ._ibp_split_merge_kernels import split_scans
 
 __all__ = [
     "MERGES_ACCEPTED",
@@ -84,10 +85,27 @@ SPLITS_PROPOSED, SPLITS_ACCEPTED, MERGES_PROPOSED, MERGES_ACCEPTED = range(4)
 
 
 def _log_likelihood(X, Z, sq_norm, sigma_x, sigma_a):
-    """Collapsed ``log p(X | Z)`` (eq. A.2)."""
-    return collapsed_log_likelihood(
-        X, np.ascontiguousarray(Z, dtype=np.float64), sq_norm, sigma_x**2, sigma_a**2
+    """Collapsed ``log p(X | Z)`` (eq. A.2), by NumPy and a Cholesky factor: once per
+    proposal, so nothing is gained by compiling it."""
+    return log_marginal_likelihood_from_stats(
+        Z.T @ Z, Z.T @ X, sq_norm, X.shape[0], X.shape[1], sigma_x, sigma_a
     )
+
+
+def _launch_scans(X, launch, rows, a, b, target, n_intermediate, sigma_x, sigma_a, beta,
+                  rng):
+    """``log q`` of the split scans (:func:`split_scans`) from ``launch``, moved in place
+    to the final state; the feature posterior of the launch state and the kernel's work
+    arrays are made here."""
+    mean, cov = feature_posterior(X, launch, sigma_x, sigma_a)
+    K, D, n_rows = launch.shape[1], X.shape[1], rows.shape[0]
+    return float(split_scans(
+        X, launch, rows, np.int64(a), np.int64(b), target, np.int64(n_intermediate),
+        np.ascontiguousarray(cov), np.ascontiguousarray(mean), float(sigma_x**2), float(beta),
+        rng, np.empty(n_rows, dtype=np.int64), np.empty(n_rows, dtype=np.int64),
+        np.empty(n_rows, dtype=np.int64), np.empty(K), np.empty(D), np.empty(K), np.empty(3),
+        np.empty(3),
+    ))
 
 
 def _log_column_prior(count, n_samples, beta):
@@ -140,7 +158,6 @@ def split_merge_proposal(X, Z, alpha, beta, sigma_x, sigma_a, rng,
     feats_i, feats_j = np.flatnonzero(Zb[i]), np.flatnonzero(Zb[j])
     k_i = int(feats_i[rng.integers(feats_i.size)])
     k_j = int(feats_j[rng.integers(feats_j.size)])
-    sx2, sa2 = sigma_x**2, sigma_a**2
     Zf = Zb.astype(np.float64)
     is_split = k_i == k_j
     if not is_split and (Zb[i, k_j] or Zb[j, k_i]):
@@ -161,8 +178,8 @@ def split_merge_proposal(X, Z, alpha, beta, sigma_x, sigma_a, rng,
     else:
         # Pattern index of each row on (k_i, k_j): (1,0) -> 0, (0,1) -> 1, (1,1) -> 2.
         target = np.where(Zb[rows, k_i], np.where(Zb[rows, k_j], 2, 0), 1).astype(np.int64)
-    log_q = float(split_scans(X, launch, rows, a, b, target, int(n_intermediate), sx2, sa2,
-                              float(beta), rng))
+    log_q = _launch_scans(X, launch, rows, a, b, target, n_intermediate, sigma_x, sigma_a,
+                          beta, rng)
     if is_split:
         Zs, Zm = launch, Zf
     else:

@@ -25,11 +25,7 @@ from sklearn_ibp.solvers import (
     SemiCollapsedIBP,
     UncollapsedIBP,
 )
-from sklearn_ibp.solvers.ibp._ibp_split_merge_kernels import (
-    collapsed_log_likelihood,
-    feature_posterior,
-    restricted_scan,
-)
+from sklearn_ibp.solvers.ibp._ibp_split_merge_kernels import split_scans
 from sklearn_ibp.solvers.ibp.ibp_split_merge import (
     MERGES_ACCEPTED,
     MERGES_PROPOSED,
@@ -185,8 +181,15 @@ def _reference_scan_log_q(X, Z, rows, a, b, patterns):
     return log_q, Z
 
 
+def _posterior(X, Z):
+    """The feature posterior as the kernel takes it: C-ordered ``(cov, mean)``."""
+    mean, cov = reference_posterior(X, Z, SIGMA_X, SIGMA_A)
+    return np.ascontiguousarray(cov), np.ascontiguousarray(mean)
+
+
 def test_restricted_scan_matches_reference():
-    """The kernel's proposal probabilities, drawn or evaluated, equal a plain recomputation."""
+    """The kernel's proposal probabilities, drawn or evaluated, equal a plain recomputation
+    (one scan alone: ``n_intermediate=-1``)."""
     rng = np.random.default_rng(5)
     N, D = 9, 3
     X = rng.normal(size=(N, D))
@@ -196,39 +199,30 @@ def test_restricted_scan_matches_reference():
     rows = np.array([5, 2, 7, 3, 8], dtype=np.int64)
     for r in rows:
         Z[r, a], Z[r, b] = 1, 1
-    sx2, sa2 = SIGMA_X**2, SIGMA_A**2
+    sx2 = SIGMA_X**2
     # Evaluation mode, then drawing mode (its log q is that of the patterns it drew).
     target = np.array([0, 2, 1, 1, 0], dtype=np.int64)
     for mode in ("evaluate", "draw"):
         Zk = Z.copy()
-        cov, mean = feature_posterior(X, Zk, sx2, sa2)
+        cov, mean = _posterior(X, Zk)
         given = target if mode == "evaluate" else np.full(5, -1, dtype=np.int64)
-        log_q = restricted_scan(X, Zk, rows, a, b, given, cov, mean, sx2, BETA, rng)
-        chosen = np.where(Zk[rows, a] == 1, np.where(Zk[rows, b] == 1, 2, 0), 1)
+        order = np.empty(5, dtype=np.int64)
+        log_q = split_scans(
+            X, Zk, rows, np.int64(a), np.int64(b), given, np.int64(-1), cov, mean, sx2, BETA,
+            rng, order, np.empty(5, dtype=np.int64), np.empty(5, dtype=np.int64),
+            np.empty(4), np.empty(D), np.empty(4), np.empty(3), np.empty(3),
+        )
+        visited = rows[order]
+        chosen = np.where(Zk[visited, a] == 1, np.where(Zk[visited, b] == 1, 2, 0), 1)
         if mode == "evaluate":
-            np.testing.assert_array_equal(chosen, target)
-        expected, Z_ref = _reference_scan_log_q(X, Z, rows, a, b, chosen)
+            np.testing.assert_array_equal(chosen, target[order])
+        expected, Z_ref = _reference_scan_log_q(X, Z, visited, a, b, chosen)
         np.testing.assert_allclose(log_q, expected, rtol=0, atol=1e-9)
         np.testing.assert_array_equal(Zk, Z_ref)
         # The posterior carried through the scan by rank-one moves is the exact one.
-        cov_ref, mean_ref = feature_posterior(X, Zk, sx2, sa2)
+        cov_ref, mean_ref = _posterior(X, Zk)
         np.testing.assert_allclose(cov, cov_ref, atol=1e-10)
         np.testing.assert_allclose(mean, mean_ref, atol=1e-10)
-
-
-def test_likelihood_kernels_match_reference():
-    rng = np.random.default_rng(2)
-    X = rng.normal(size=(7, 3)) * np.array([1.0, 100.0, 0.01])
-    Z = (rng.random((7, 4)) < 0.5).astype(np.float64)
-    sq_norm = float(np.sum(X**2))
-    np.testing.assert_allclose(
-        collapsed_log_likelihood(X, Z, sq_norm, 0.7**2, 2.0**2),
-        log_marginal_likelihood(X, Z, 0.7, 2.0), rtol=1e-12,
-    )
-    cov, mean = feature_posterior(X, Z, 0.7**2, 2.0**2)
-    mean_ref, cov_ref = reference_posterior(X, Z, 0.7, 2.0)
-    np.testing.assert_allclose(cov, cov_ref, atol=1e-12)
-    np.testing.assert_allclose(mean, mean_ref, atol=1e-9)
 
 
 def test_split_merge_separates_merged_shapes():
