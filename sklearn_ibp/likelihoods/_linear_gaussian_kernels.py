@@ -48,20 +48,27 @@ def _rank_one_move(cov, mean, n_features, u, zm, denom):
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def remove_row_from_posterior(cov, mean, z_row, x_row, sigma_x2, n_features):
+def remove_row_from_posterior(cov, mean, z_row, x_row, sigma_x2, sigma_a2, n_features):
     """Take one row out of the feature posterior, in place.
 
     ``P_-n = P - z z^T / s_x^2``: ``S_-n = S + u u^T / c`` and
     ``M_-n = M + u (z^T M - x)^T / c`` with ``u = S z`` and ``c = s_x^2 - z^T S z``.
     Only the first ``n_features`` rows and columns of ``cov`` and ``mean`` are used.
+    ``c = s_x^4 / (s_x^2 + z^T S_-n z)`` is at least ``s_x^4 / (s_x^2 + |z| s_a^2)``
+    (``S_-n <= s_a^2 I``); where the subtraction cancels (``s_a >> s_x``) ``c`` is held
+    at that bound instead of reaching zero.
     """
     u = np.empty(n_features)
     zm = np.empty(mean.shape[1])
     zu = _project_row(cov, mean, z_row, x_row, n_features, u, zm)
     if zu == 0.0:
         return
+    n_on = 0
+    for k in range(n_features):
+        if z_row[k] != 0:
+            n_on += 1
     # minus sign on both: S += u u^T / c, M -= u (x - zM)/c = M + u (zM - x)/c
-    c = sigma_x2 - zu
+    c = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
     _rank_one_move(cov, mean, n_features, u, zm, -c)
 
 

@@ -82,7 +82,7 @@ def test_rank_one_moves_match_recomputation(data):
     mean, cov = feature_posterior(X, Z, SX, SA)
     mean, cov = mean.copy(), cov.copy()
     for n in [3, 7, 0]:
-        remove_row_from_posterior(cov, mean, Z[n], X[n], SX**2, 4)
+        remove_row_from_posterior(cov, mean, Z[n], X[n], SX**2, SA**2, 4)
     rest = np.setdiff1d(np.arange(15), [3, 7, 0])
     m, c = feature_posterior(X[rest], Z[rest], SX, SA)
     np.testing.assert_allclose(mean, m, atol=1e-12)
@@ -125,3 +125,25 @@ def test_feature_draws_have_posterior_moments(data):
     assert np.all(np.abs(draws.mean(axis=0) - mean) < 4.5 * se)
     emp = np.cov(draws[:, :, 0].T)
     np.testing.assert_allclose(emp, cov, atol=0.1 * np.abs(cov).max())
+
+
+def test_removing_a_row_holds_the_denominator_at_its_bound():
+    # sigma_a / sigma_x = 1e6: taking rows out one by one, s_x^2 - z S z reaches -2.6e-10
+    # at the seventh row in float64 (the sign flip that became issue 23's
+    # ZeroDivisionError); it is held at s_x^4 / (s_x^2 + |z| s_a^2) instead
+    rng = np.random.default_rng(0)
+    X = rng.standard_normal((8, 3))
+    Z = (rng.random((8, 3)) < 0.6).astype(np.int8)
+    Z[:, 0] = 1
+    sx, sa = 1e-3, 1e3
+    mean, cov = feature_posterior(X, Z, sx, sa)
+    mean, cov = mean.copy(), cov.copy()
+    for n in range(7):
+        z = Z[n].astype(float)
+        bound = sx**4 / (sx**2 + z.sum() * sa**2)
+        unguarded = sx**2 - z @ cov @ z
+        remove_row_from_posterior(cov, mean, Z[n], X[n], sx**2, sa**2, 3)
+        assert np.all(np.isfinite(cov)) and np.all(np.isfinite(mean))
+        if n == 6:
+            assert unguarded < bound  # the case the bound is for was reached
+    assert np.all(np.diag(cov) > 0)

@@ -269,7 +269,7 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
 
 
 @njit(cache=True, fastmath=FAST_MATH)
-def _move_row(cov, mean, z_row, x_row, sigma_x2, n_features, sign, u, zm):
+def _move_row(cov, mean, z_row, x_row, sigma_x2, sigma_a2, n_features, sign, u, zm):
     """Take one row out of the feature posterior (``sign = -1``) or put it in
     (``sign = 1``), in place, with the work arrays ``u`` and ``zm``: the arithmetic of
     :func:`~sklearn_ibp.likelihoods._linear_gaussian_kernels.remove_row_from_posterior`
@@ -288,12 +288,19 @@ def _move_row(cov, mean, z_row, x_row, sigma_x2, n_features, sign, u, zm):
             for d in range(n_dims):
                 zm[d] += mean[k, d]
     zu = 0.0
+    n_on = 0
     for k in range(n_features):
         if z_row[k] != 0:
             zu += u[k]
+            n_on += 1
     if zu == 0.0:
         return
-    denom = -(sigma_x2 - zu) if sign < 0 else sigma_x2 + zu
+    if sign < 0:
+        # c = s_x^2 - z S z = s_x^4 / (s_x^2 + z S_-r z) >= s_x^4 / (s_x^2 + |z| s_a^2)
+        # (S_-r <= s_a^2 I): held at that bound where the subtraction cancels.
+        denom = -max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
+    else:
+        denom = sigma_x2 + zu
     for j in range(n_features):
         uj = u[j] / denom
         if uj == 0.0:
@@ -572,7 +579,8 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
             for sign in (-1.0, 1.0):
                 z_row = z_old if sign < 0 else Z[r]
                 n_row = K_old if sign < 0 else K
-                _move_row(cov, mean, z_row, X[r], sigma_x2, n_row, sign, u_move, zm_move)
+                _move_row(cov, mean, z_row, X[r], sigma_x2, sigma_a2, n_row, sign, u_move,
+                          zm_move)
                 for k in range(n_row):
                     if z_row[k] != 0:
                         for j in range(n_row):
@@ -621,7 +629,7 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:
-                remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, K)
+                remove_row_from_posterior(cov, mean, Z[r], X[r], sigma_x2, sigma_a2, K)
                 _update_stats(gram, cross, Z[r], X[r], K, -1.0)
             K = _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, N, beta,
                                sigma_x2, sigma_a2, k_max, log_poisson, T, C, E, Cp, Ep,
