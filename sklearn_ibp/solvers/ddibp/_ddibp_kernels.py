@@ -26,11 +26,6 @@ from numba import njit
 
 from ...priors._ddibp_kernels import reachability_into
 
-#: Typed flags for calls between kernels (a literal True/False would compile the callee
-#: once for each value).
-TRUE = np.bool_(True)
-FALSE = np.bool_(False)
-
 
 @njit(cache=True)
 def draw_link(cum_row, rng):
@@ -45,33 +40,6 @@ def draw_link(cum_row, rng):
         else:
             lo = mid + 1
     return lo
-
-
-@njit(cache=True)
-def _column_score(count, b, zX, R, G, n_features, ratio, sigma_x):
-    """``-D/2 log s + |u|^2 / (2 s_x^2 s)`` of a column with statistics ``(z^T z, b, z^T X)``
-    added to the model whose ``M^{-1}`` and ``G`` are ``R`` and ``G`` (only the entries
-    where ``b`` is nonzero are read, so a column ``k`` excluded by ``b[k] = 0`` is ignored).
-    """
-    K = n_features
-    D = zX.shape[0]
-    s = count + ratio
-    for a in range(K):
-        if b[a] == 0.0:
-            continue
-        acc = 0.0
-        for j in range(K):
-            acc += R[a, j] * b[j]
-        s -= b[a] * acc
-    s = max(s, 1e-12 * ratio)
-    unorm = 0.0
-    for d in range(D):
-        v = zX[d]
-        for a in range(K):
-            if b[a] != 0.0:
-                v -= b[a] * G[a, d]
-        unorm += v * v
-    return -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
 
 
 @njit(cache=True)
@@ -261,8 +229,8 @@ def _column_terms(b, zX, R, G, n_features, k, nz, Rb, u):
 
 @njit(cache=True)
 def _score(s, u, ratio, sigma_x):
-    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of :func:`_column_score` from its
-    ``s`` and ``u``."""
+    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of a column from its ``s`` and ``u``
+    (see the module's docstring)."""
     s = max(s, 1e-12 * ratio)
     unorm = 0.0
     for d in range(u.shape[0]):
@@ -879,64 +847,8 @@ def _sweep_links_metropolis(
         _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
 
 
-#: Rejected draws of a link before the exact inverse-CDF draw takes over.
+#: Rejected draws of a link that avoids the owner before the exact inverse-CDF draw takes over.
 _MAX_LINK_REJECTIONS = 1000
-
-
-@njit(cache=True)
-def _draw_link_avoiding(cum_row, owner, rng):
-    """A link target from one row of cumulative proximities, conditioned on not being
-    ``owner``: by rejection (a link to the owner is drawn again), and after
-    ``_MAX_LINK_REJECTIONS`` rejections (the row links to the owner with probability
-    near one) by inverting the CDF with the owner's mass taken out; exact either way."""
-    for _ in range(_MAX_LINK_REJECTIONS):
-        t = draw_link(cum_row, rng)
-        if t != owner:
-            return t
-    start = cum_row[owner - 1] if owner > 0 else 0.0
-    mass = cum_row[owner] - start
-    u = rng.random() * (cum_row[cum_row.shape[0] - 1] - mass)
-    if u >= start:
-        u += mass
-    lo = 0
-    hi = cum_row.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cum_row[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo == owner:  # u landed on the owner's edge by rounding: the next target with mass
-        n = cum_row.shape[0]
-        for j in range(owner + 1, n):
-            if cum_row[j] > cum_row[owner]:
-                return j
-        for j in range(owner - 1, -1, -1):
-            if cum_row[j] > (cum_row[j - 1] if j > 0 else 0.0):
-                return j
-    return lo
-
-
-@njit(cache=True)
-def _draw_dish_links(cum_proximity, owner, avoid_owner, rng, out):
-    """One dish's links: from the prior, or (``avoid_owner``) from the prior of every other
-    customer conditioned on not linking to the owner."""
-    N = out.shape[0]
-    for j in range(N):
-        if avoid_owner and j != owner:
-            out[j] = _draw_link_avoiding(cum_proximity[j], owner, rng)
-        else:
-            out[j] = draw_link(cum_proximity[j], rng)
-
-
-@njit(cache=True)
-def _log_proposal_ratio(links_row, owner, log_no_link, weight):
-    """``log q(links) / p(links)`` of the birth proposal: with probability ``weight`` the
-    links avoid the owner (a feature of the owner alone), else they come from the prior."""
-    for j in range(links_row.shape[0]):
-        if j != owner and links_row[j] == owner:
-            return math.log(1.0 - weight)
-    return math.log(1.0 - weight + weight * math.exp(-log_no_link))
 
 
 @njit(cache=True)
@@ -966,9 +878,18 @@ def sweep_ownership(
     ``(n_features, next_customer)`` and stops early, before drawing anything for that
     customer, when the arrays are full, so the caller can grow them and resume.
 
+    The links of a birth that avoid ``i`` are drawn by rejection (a link to ``i`` is drawn
+    again) for at most ``_MAX_LINK_REJECTIONS`` tries, then (a customer that links to ``i``
+    with probability near one) by inverting the CDF with ``i``'s mass taken out; exact
+    either way.
+
     Work arrays (allocated by the caller, so the kernel compiles no allocation):
     ``vec_cap`` (2, capacity) float, ``zX`` (D,) float, ``idx`` (2, N) int64 and
     ``reach_state`` (N,) int8.
+
+    One kernel body (the proposal's link draws, its ratio ``q / p`` and the column's score
+    written out here rather than in helpers, which numba would compile and optimise again
+    inside this kernel; issue 22).
     """
     N, D = X.shape
     K = n_features
@@ -984,7 +905,12 @@ def sweep_ownership(
         for k in range(K):
             if owners[k] == i:
                 lam += 1
-        weight = own_weight if np.isfinite(log_no_link[i]) else 0.0
+        weight = own_weight if math.isfinite(log_no_link[i]) else 0.0
+        # log q(links) / p(links) of a proposal whose links avoid i (any dish that nobody
+        # links to), and of one with a link to i: with probability weight the links avoid
+        # the owner (a feature of the owner alone), else they come from the prior.
+        log_ratio_alone = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+        log_ratio_linked = math.log(1.0 - weight)
         if rng.random() < 0.5:
             if K >= max_features:
                 continue  # the prior is truncated to max_features dishes: rejected
@@ -1000,9 +926,21 @@ def sweep_ownership(
                     b[j] = Z[i, j]
                 for d in range(D):
                     zX[d] = X[i, d]
-                log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+                log_ratio = log_ratio_alone
             else:
-                _draw_dish_links(cum_proximity, i, FALSE, rng, new_links)
+                # Links from the prior (a binary search in each row of cum_proximity).
+                for j in range(N):
+                    cum_row = cum_proximity[j]
+                    x = rng.random() * cum_row[N - 1]
+                    lo = 0
+                    hi = N - 1
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if cum_row[mid] > x:
+                            hi = mid
+                        else:
+                            lo = mid + 1
+                    new_links[j] = lo
                 reachability_into(new_links, i, reach_state, path)
                 count = 0.0
                 for m in range(N):
@@ -1012,14 +950,79 @@ def sweep_ownership(
                             b[j] += Z[m, j]
                         for d in range(D):
                             zX[d] += X[m, d]
-                log_ratio = _log_proposal_ratio(new_links, i, log_no_link[i], weight)
-            delta = _column_score(count, b, zX, Minv, G, K, ratio, sigma_x) + column_offset
+                log_ratio = log_ratio_alone
+                for j in range(N):
+                    if j != i and new_links[j] == i:
+                        log_ratio = log_ratio_linked
+                        break
+            # -D/2 log s + |u|^2 / (2 s_x^2 s) of the column (count, b, zX) added to the
+            # model, s = count + r - b^T M^{-1} b, u = z^T X - G^T b (entries where b is
+            # nonzero only).
+            s = count + ratio
+            for a in range(K):
+                if b[a] == 0.0:
+                    continue
+                acc = 0.0
+                for j in range(K):
+                    acc += Minv[a, j] * b[j]
+                s -= b[a] * acc
+            s = max(s, 1e-12 * ratio)
+            unorm = 0.0
+            for d in range(D):
+                v = zX[d]
+                for a in range(K):
+                    if b[a] != 0.0:
+                        v -= b[a] * G[a, d]
+                unorm += v * v
+            delta = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+            delta += column_offset
             log_accept = delta + math.log(mu[i]) - math.log(lam + 1.0) - log_ratio
             if math.log(rng.random()) < log_accept:
                 b[K] = 0.0
                 _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
                 if avoid:
-                    _draw_dish_links(cum_proximity, i, TRUE, rng, new_links)
+                    # Every other customer's link from its prior row conditioned on not
+                    # being i; i's own link from its prior row.
+                    for j in range(N):
+                        cum_row = cum_proximity[j]
+                        total = cum_row[N - 1]
+                        before = cum_row[i - 1] if i > 0 else 0.0
+                        mass = cum_row[i] - before
+                        tries = 0
+                        while True:
+                            if j == i or tries < _MAX_LINK_REJECTIONS:
+                                x = rng.random() * total
+                            else:
+                                x = rng.random() * (total - mass)
+                                if x >= before:
+                                    x += mass
+                            lo = 0
+                            hi = N - 1
+                            while lo < hi:
+                                mid = (lo + hi) // 2
+                                if cum_row[mid] > x:
+                                    hi = mid
+                                else:
+                                    lo = mid + 1
+                            tries += 1
+                            if j == i or lo != i:
+                                break
+                            if tries > _MAX_LINK_REJECTIONS:
+                                # x landed on i's edge by rounding: the next target with
+                                # mass
+                                found = False
+                                for t in range(i + 1, N):
+                                    if cum_row[t] > cum_row[i]:
+                                        lo = t
+                                        found = True
+                                        break
+                                if not found:
+                                    for t in range(i - 1, -1, -1):
+                                        if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
+                                            lo = t
+                                            break
+                                break
+                        new_links[j] = lo
                     for m in range(N):
                         Z[m, K] = 0
                         links[K, m] = new_links[m]
@@ -1047,10 +1050,12 @@ def sweep_ownership(
                 gnorm += G[k, d] * G[k, d]
             delta = 0.5 * D * math.log(1.0 / mkk) - gnorm / (2.0 * sigma_x * sigma_x * mkk)
             delta -= column_offset
-            log_accept = (
-                delta + math.log(lam) - math.log(mu[i])
-                + _log_proposal_ratio(links[k], i, log_no_link[i], weight)
-            )
+            log_ratio = log_ratio_alone
+            for j in range(N):
+                if j != i and links[k, j] == i:
+                    log_ratio = log_ratio_linked
+                    break
+            log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
                 _remove_column_stats(Minv, G, k, K, col)
                 last = K - 1
