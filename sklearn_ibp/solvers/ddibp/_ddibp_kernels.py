@@ -24,8 +24,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ...priors._ddibp_kernels import reachability_into
-
 
 @njit(cache=True)
 def draw_link(cum_row, rng):
@@ -941,7 +939,25 @@ def sweep_ownership(
                         else:
                             lo = mid + 1
                     new_links[j] = lo
-                reachability_into(new_links, i, reach_state, path)
+                # Who reaches i along the new links (the walk of reachability_into in
+                # priors/_ddibp_kernels.py: 0 unknown, 1 reaches i, 2 does not, 3 on the
+                # path being followed; i's own link ignored), each customer visited once.
+                for m in range(N):
+                    reach_state[m] = 0
+                reach_state[i] = 1
+                for first in range(N):
+                    if reach_state[first] != 0:
+                        continue
+                    length = 0
+                    j = first
+                    while reach_state[j] == 0:
+                        reach_state[j] = 3
+                        path[length] = j
+                        length += 1
+                        j = new_links[j]
+                    verdict = 1 if reach_state[j] == 1 else 2
+                    for p in range(length):
+                        reach_state[path[p]] = verdict
                 count = 0.0
                 for m in range(N):
                     if reach_state[m] == 1:
