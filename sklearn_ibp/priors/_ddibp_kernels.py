@@ -15,8 +15,7 @@ def compute_reachability(connections, owner):
     ``connections[i] = j`` means customer ``i`` links to ``j`` for this dish. Each customer
     has exactly one outgoing link, so following links from ``i`` either arrives at the owner
     or enters a cycle that avoids it. The owner always has the dish and its own outgoing link
-    is ignored (footnote 2): the walk stops there. Every customer is visited once, marked
-    with the answer on the way back, so the cost is ``O(N)`` time and memory per dish.
+    is ignored (footnote 2): the walk stops there.
 
     Parameters
     ----------
@@ -31,14 +30,20 @@ def compute_reachability(connections, owner):
 
     Notes
     -----
-    A Python function over the kernel :func:`reachability_into`, which allocates nothing
-    (so the kernels that call it compile no allocation of their own).
+    Computed in NumPy by pointer doubling (so a fit compiles no kernel for it): with the
+    owner's link set to itself, ``f(i) = connections[i]`` composed with itself ``2^t >= N``
+    times sends ``i`` to the owner exactly when its path meets the owner (a path meets it
+    within ``N - 1`` links or never), in ``O(N log N)``. :func:`reachability_into`, the
+    kernels' walk, gives the same answer in ``O(N)``.
     """
-    connections = np.ascontiguousarray(connections, dtype=np.int64)
-    n = connections.shape[0]
-    state = np.empty(n, dtype=np.int8)
-    reachability_into(connections, np.int64(owner), state, np.empty(n, dtype=np.int64))
-    return state == 1
+    successor = np.array(connections, dtype=np.int64)
+    n = successor.shape[0]
+    successor[owner] = owner
+    steps = 1
+    while steps < n:
+        successor = successor[successor]
+        steps *= 2
+    return successor == owner
 
 
 @njit(cache=True)

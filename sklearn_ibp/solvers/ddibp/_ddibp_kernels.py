@@ -24,13 +24,6 @@ import math
 import numpy as np
 from numba import njit
 
-from ...priors._ddibp_kernels import reachability_into
-
-#: Typed flags for calls between kernels (a literal True/False would compile the callee
-#: once for each value).
-TRUE = np.bool_(True)
-FALSE = np.bool_(False)
-
 
 @njit(cache=True)
 def draw_link(cum_row, rng):
@@ -45,33 +38,6 @@ def draw_link(cum_row, rng):
         else:
             lo = mid + 1
     return lo
-
-
-@njit(cache=True)
-def _column_score(count, b, zX, R, G, n_features, ratio, sigma_x):
-    """``-D/2 log s + |u|^2 / (2 s_x^2 s)`` of a column with statistics ``(z^T z, b, z^T X)``
-    added to the model whose ``M^{-1}`` and ``G`` are ``R`` and ``G`` (only the entries
-    where ``b`` is nonzero are read, so a column ``k`` excluded by ``b[k] = 0`` is ignored).
-    """
-    K = n_features
-    D = zX.shape[0]
-    s = count + ratio
-    for a in range(K):
-        if b[a] == 0.0:
-            continue
-        acc = 0.0
-        for j in range(K):
-            acc += R[a, j] * b[j]
-        s -= b[a] * acc
-    s = max(s, 1e-12 * ratio)
-    unorm = 0.0
-    for d in range(D):
-        v = zX[d]
-        for a in range(K):
-            if b[a] != 0.0:
-                v -= b[a] * G[a, d]
-        unorm += v * v
-    return -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
 
 
 @njit(cache=True)
@@ -261,8 +227,8 @@ def _column_terms(b, zX, R, G, n_features, k, nz, Rb, u):
 
 @njit(cache=True)
 def _score(s, u, ratio, sigma_x):
-    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of :func:`_column_score` from its
-    ``s`` and ``u``."""
+    """``-D/2 log s + |u|^2 / (2 s_x^2 s)``, the score of a column from its ``s`` and ``u``
+    (see the module's docstring)."""
     s = max(s, 1e-12 * ratio)
     unorm = 0.0
     for d in range(u.shape[0]):
@@ -508,7 +474,15 @@ def _sweep_links_gibbs(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
 ):
-    """The Gibbs link updates of :func:`sweep_connections` (work arrays given)."""
+    """The Gibbs link updates of :func:`sweep_connections` (work arrays given).
+
+    One kernel body: the steps the Metropolis kernel takes from small helpers (the dish's
+    set-up, the upstream walk, the side masses, the scores, the draw within a side, the
+    link move) are written out here, each once, with the same arithmetic in the same order
+    (so the chain is the same bit for bit). A numba function called from another is
+    compiled, wrapped and optimised again inside each caller, so one body compiles in
+    about half the time of the body and its helpers (issue 22).
+    """
     N, D = X.shape
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
     col, b, Rb, delta = vec_cap[0], vec_cap[1], vec_cap[2], vec_cap[3]
@@ -519,10 +493,46 @@ def _sweep_links_gibbs(
     for k in range(K):
         owner = owners[k]
         row = links[k]
-        n_members, bRb = _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX,
-                                     members, where, nz, Rb, u, head, nxt, prv)
+        # R, Gk: the model without column k; b = Z_{-k}^T z and z^T X of the column; the
+        # dish's rows; the links' reverse adjacency (the owner's own link left out).
+        for a in range(K):
+            for j in range(K):
+                R[a, j] = Minv[a, j]
+            for d in range(D):
+                Gk[a, d] = G[a, d]
+        _remove_column_stats(R, Gk, k, K, col)
+        for j in range(K):
+            b[j] = 0.0
+        for d in range(D):
+            zX[d] = cross[k, d]
+        n_members = 0
+        for m in range(N):
+            if Z[m, k]:
+                members[n_members] = m
+                where[m] = n_members
+                n_members += 1
+                for j in range(K):
+                    b[j] += Z[m, j]
+            else:
+                where[m] = -1
+        b[k] = 0.0
+        for j in range(N):
+            head[j] = -1
+        for j in range(N - 1, -1, -1):
+            if j != owner:
+                parent = row[j]
+                first = head[parent]
+                nxt[j] = first
+                prv[j] = -1
+                if first >= 0:
+                    prv[first] = j
+                head[parent] = j
         count = float(n_members)
-        score = _score(count + ratio - bRb, u, ratio, sigma_x)
+        # The current column's R b, u = z^T X - G^T b, b^T R b and score, computed before
+        # the first update that needs them and again after the rows switch.
+        stale = True
+        bRb = 0.0
+        score = 0.0
         # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
         # (proximity_t is A transposed: a row of it is a column of A).
         for i in range(N):
@@ -533,19 +543,72 @@ def _sweep_links_gibbs(
                 reach[i] += col_m[i]
         for i in range(N):
             cum_row = cum_proximity[i]
+            row_mass = cum_row[N - 1]
             if i == owner:
-                row[i] = draw_link(cum_row, rng)
+                # The owner's own link, from its prior row (binary search in cum_row).
+                x = rng.random() * row_mass
+                lo = 0
+                hi = N - 1
+                while lo < hi:
+                    mid = (lo + hi) // 2
+                    if cum_row[mid] > x:
+                        hi = mid
+                    else:
+                        lo = mid + 1
+                row[i] = lo
                 continue
-            # Customers whose path runs through i, with i's link cut (stamp == mark).
+            if stale:
+                # R is symmetric, so R b is summed over the rows of R where b is nonzero
+                # (their indices go to nz; entry k of b is ignored).
+                n_nz = 0
+                for a in range(K):
+                    if a != k and b[a] != 0.0:
+                        nz[n_nz] = a
+                        n_nz += 1
+                for a in range(K):
+                    Rb[a] = 0.0
+                for d in range(D):
+                    u[d] = zX[d]
+                for t in range(n_nz):
+                    c = nz[t]
+                    bc = b[c]
+                    for a in range(K):
+                        Rb[a] += bc * R[c, a]
+                    for d in range(D):
+                        u[d] -= bc * Gk[c, d]
+                bRb = 0.0
+                for t in range(n_nz):
+                    bRb += b[nz[t]] * Rb[nz[t]]
+                # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
+                s = max(count + ratio - bRb, 1e-12 * ratio)
+                unorm = 0.0
+                for d in range(D):
+                    unorm += u[d] * u[d]
+                score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+                stale = False
+            # Customers whose path runs through i, with i's link cut (stamp == mark): a
+            # breadth-first walk over the customers linking to each one found; i's own
+            # link is never followed and the owner is in no child list.
             mark += 1
-            n_up = _collect_upstream(i, head, nxt, stamp, mark, upstream)
+            stamp[i] = mark
+            upstream[0] = i
+            n_up = 1
+            q = 0
+            while q < n_up:
+                c = head[upstream[q]]
+                q += 1
+                while c >= 0:
+                    if stamp[c] != mark:
+                        stamp[c] = mark
+                        upstream[n_up] = c
+                        n_up += 1
+                    c = nxt[c]
             on = Z[i, k]
             sign = -1.0 if on else 1.0
             count_alt = count + sign * n_up
             # After the cut, exactly the rows that had the dish and are not upstream of i
             # still reach the owner.
             prox = proximity[i]
-            row_mass = cum_row[N - 1]
             # The dish's rows less those upstream of i (all of them are the dish's rows
             # when i has it; none when it does not); a sum that lost digits to
             # cancellation is done again over the dish's rows.
@@ -554,15 +617,52 @@ def _sweep_links_gibbs(
                 for q in range(n_up):
                     p_reach -= prox[upstream[q]]
             if not (p_reach > 1e-9 * row_mass):
-                p_reach = _reach_mass(prox, members, n_members, stamp, mark)
+                p_reach = 0.0
+                for t in range(n_members):
+                    j = members[t]
+                    if stamp[j] != mark:
+                        p_reach += prox[j]
             p_not = row_mass - p_reach
             exact_not = not (p_not >= 1e-6 * row_mass)
             if exact_not:
-                p_not = _not_side_mass(prox, Z, k, stamp, mark)
-            n_delta, score_alt = _switch_score(
-                X, Z, k, K, upstream, n_up, sign, u, Rb, bRb, R, Gk, count_alt, ratio,
-                sigma_x, delta, nz, u_alt,
-            )
+                p_not = 0.0
+                for j in range(N):
+                    if Z[j, k] == 0 or stamp[j] == mark:
+                        p_not += prox[j]
+            # The column with z_k switched on the upstream rows: b changes by
+            # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
+            # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
+            # and u_alt = u + sign * sum_m X[m] - G^T delta.
+            n_delta = 0
+            for d in range(D):
+                u_alt[d] = u[d]
+            for q in range(n_up):
+                m = upstream[q]
+                for j in range(K):
+                    if Z[m, j] and j != k:
+                        if delta[j] == 0.0:
+                            nz[n_delta] = j
+                            n_delta += 1
+                        delta[j] += sign
+                for d in range(D):
+                    u_alt[d] += sign * X[m, d]
+            dRb = 0.0
+            dRd = 0.0
+            for t in range(n_delta):
+                a = nz[t]
+                da = delta[a]
+                dRb += da * Rb[a]
+                acc = 0.0
+                for q in range(n_delta):
+                    acc += R[a, nz[q]] * delta[nz[q]]
+                dRd += da * acc
+                for d in range(D):
+                    u_alt[d] -= da * Gk[a, d]
+            s = max(count_alt + ratio - (bRb + 2.0 * dRb + dRd), 1e-12 * ratio)
+            unorm = 0.0
+            for d in range(D):
+                unorm += u_alt[d] * u_alt[d]
+            score_alt = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
             if on:
                 log_on, log_off = score, score_alt
             else:
@@ -573,12 +673,69 @@ def _sweep_links_gibbs(
             e_on = math.exp(w_on - best)
             p_on = e_on / (e_on + math.exp(w_off - best))
             new_on = 1 if rng.random() < p_on else 0
-            # The link itself, within the chosen side, in proportion to a_ij.
-            chosen = _draw_on_side(
-                new_on, prox, cum_row, members, n_members, Z, k, stamp, mark, p_reach,
-                p_not, exact_not, rng,
-            )
-            _move_link(row, i, chosen, head, nxt, prv)
+            # The link itself, within the chosen side, in proportion to a_ij: by rejection
+            # from the whole row (O(log N) a try) when the side holds at least 1/16 of its
+            # mass (up to 64 tries), else (or when they fail) by a pass over the side's
+            # candidates (the dish's rows for the reaching side, in the order p_reach was
+            # summed, so the pass ends on a target of positive proximity).
+            chosen = -1
+            if new_on == 1:
+                by_rejection = p_reach >= 0.0625 * row_mass
+            else:
+                by_rejection = not exact_not and p_not >= 0.0625 * row_mass
+            if by_rejection:
+                for _ in range(64):
+                    x = rng.random() * row_mass
+                    lo = 0
+                    hi = N - 1
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if cum_row[mid] > x:
+                            hi = mid
+                        else:
+                            lo = mid + 1
+                    if (Z[lo, k] == 1 and stamp[lo] != mark) == (new_on == 1):
+                        chosen = lo
+                        break
+            if chosen < 0:
+                if new_on == 1:
+                    side_mass = p_reach
+                    n_candidates = n_members
+                else:
+                    side_mass = p_not
+                    n_candidates = N
+                    if not exact_not:
+                        side_mass = 0.0
+                        for j in range(N):
+                            if Z[j, k] == 0 or stamp[j] == mark:
+                                side_mass += prox[j]
+                target = rng.random() * side_mass
+                acc = 0.0
+                for t in range(n_candidates):
+                    j = members[t] if new_on == 1 else t
+                    if (Z[j, k] == 1 and stamp[j] != mark) == (new_on == 1):
+                        acc += prox[j]
+                        chosen = j
+                        if acc > target:
+                            break
+            # i's link set to chosen, the reverse adjacency kept.
+            old = row[i]
+            if chosen != old:
+                before = prv[i]
+                after = nxt[i]
+                if before >= 0:
+                    nxt[before] = after
+                else:
+                    head[old] = after
+                if after >= 0:
+                    prv[after] = before
+                first = head[chosen]
+                nxt[i] = first
+                prv[i] = -1
+                if first >= 0:
+                    prv[first] = i
+                head[chosen] = i
+                row[i] = chosen
             if new_on != on:
                 count = count_alt
                 for t in range(n_delta):
@@ -587,15 +744,34 @@ def _sweep_links_gibbs(
                     col_m = proximity_t[upstream[q]]
                     for j in range(N):
                         reach[j] += sign * col_m[j]
-                n_members = _switch_rows(X, Z, k, upstream, n_up, sign, new_on, zX, members,
-                                         where, n_members)
+                # z_k switched on the upstream rows, z^T X and the dish's rows kept.
+                for q in range(n_up):
+                    m = upstream[q]
+                    for d in range(D):
+                        zX[d] += sign * X[m, d]
+                    Z[m, k] = new_on
+                    if new_on == 1:
+                        members[n_members] = m
+                        where[m] = n_members
+                        n_members += 1
+                    else:
+                        pos = where[m]
+                        n_members -= 1
+                        last = members[n_members]
+                        members[pos] = last
+                        where[last] = pos
+                        where[m] = -1
+                # Recomputed rather than updated, so no rounding builds up within a dish.
+                stale = True
             for t in range(n_delta):
                 delta[nz[t]] = 0.0
-            if new_on != on:
-                # Recomputed rather than updated, so no rounding builds up within a dish.
-                bRb = _column_terms(b, zX, R, Gk, K, k, nz, Rb, u)
-                score = _score(count + ratio - bRb, u, ratio, sigma_x)
-        _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
+        # The column's new statistics back into the full model.
+        for a in range(K):
+            for j in range(K):
+                Minv[a, j] = R[a, j]
+            for d in range(D):
+                G[a, d] = Gk[a, d]
+        _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
 
 
 @njit(cache=True)
@@ -669,64 +845,8 @@ def _sweep_links_metropolis(
         _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col)
 
 
-#: Rejected draws of a link before the exact inverse-CDF draw takes over.
+#: Rejected draws of a link that avoids the owner before the exact inverse-CDF draw takes over.
 _MAX_LINK_REJECTIONS = 1000
-
-
-@njit(cache=True)
-def _draw_link_avoiding(cum_row, owner, rng):
-    """A link target from one row of cumulative proximities, conditioned on not being
-    ``owner``: by rejection (a link to the owner is drawn again), and after
-    ``_MAX_LINK_REJECTIONS`` rejections (the row links to the owner with probability
-    near one) by inverting the CDF with the owner's mass taken out; exact either way."""
-    for _ in range(_MAX_LINK_REJECTIONS):
-        t = draw_link(cum_row, rng)
-        if t != owner:
-            return t
-    start = cum_row[owner - 1] if owner > 0 else 0.0
-    mass = cum_row[owner] - start
-    u = rng.random() * (cum_row[cum_row.shape[0] - 1] - mass)
-    if u >= start:
-        u += mass
-    lo = 0
-    hi = cum_row.shape[0] - 1
-    while lo < hi:
-        mid = (lo + hi) // 2
-        if cum_row[mid] > u:
-            hi = mid
-        else:
-            lo = mid + 1
-    if lo == owner:  # u landed on the owner's edge by rounding: the next target with mass
-        n = cum_row.shape[0]
-        for j in range(owner + 1, n):
-            if cum_row[j] > cum_row[owner]:
-                return j
-        for j in range(owner - 1, -1, -1):
-            if cum_row[j] > (cum_row[j - 1] if j > 0 else 0.0):
-                return j
-    return lo
-
-
-@njit(cache=True)
-def _draw_dish_links(cum_proximity, owner, avoid_owner, rng, out):
-    """One dish's links: from the prior, or (``avoid_owner``) from the prior of every other
-    customer conditioned on not linking to the owner."""
-    N = out.shape[0]
-    for j in range(N):
-        if avoid_owner and j != owner:
-            out[j] = _draw_link_avoiding(cum_proximity[j], owner, rng)
-        else:
-            out[j] = draw_link(cum_proximity[j], rng)
-
-
-@njit(cache=True)
-def _log_proposal_ratio(links_row, owner, log_no_link, weight):
-    """``log q(links) / p(links)`` of the birth proposal: with probability ``weight`` the
-    links avoid the owner (a feature of the owner alone), else they come from the prior."""
-    for j in range(links_row.shape[0]):
-        if j != owner and links_row[j] == owner:
-            return math.log(1.0 - weight)
-    return math.log(1.0 - weight + weight * math.exp(-log_no_link))
 
 
 @njit(cache=True)
@@ -756,9 +876,18 @@ def sweep_ownership(
     ``(n_features, next_customer)`` and stops early, before drawing anything for that
     customer, when the arrays are full, so the caller can grow them and resume.
 
+    The links of a birth that avoid ``i`` are drawn by rejection (a link to ``i`` is drawn
+    again) for at most ``_MAX_LINK_REJECTIONS`` tries, then (a customer that links to ``i``
+    with probability near one) by inverting the CDF with ``i``'s mass taken out; exact
+    either way.
+
     Work arrays (allocated by the caller, so the kernel compiles no allocation):
     ``vec_cap`` (2, capacity) float, ``zX`` (D,) float, ``idx`` (2, N) int64 and
     ``reach_state`` (N,) int8.
+
+    One kernel body (the proposal's link draws, its ratio ``q / p`` and the column's score
+    written out here rather than in helpers, which numba would compile and optimise again
+    inside this kernel; issue 22).
     """
     N, D = X.shape
     K = n_features
@@ -774,7 +903,12 @@ def sweep_ownership(
         for k in range(K):
             if owners[k] == i:
                 lam += 1
-        weight = own_weight if np.isfinite(log_no_link[i]) else 0.0
+        weight = own_weight if math.isfinite(log_no_link[i]) else 0.0
+        # log q(links) / p(links) of a proposal whose links avoid i (any dish that nobody
+        # links to), and of one with a link to i: with probability weight the links avoid
+        # the owner (a feature of the owner alone), else they come from the prior.
+        log_ratio_alone = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+        log_ratio_linked = math.log(1.0 - weight)
         if rng.random() < 0.5:
             if K >= max_features:
                 continue  # the prior is truncated to max_features dishes: rejected
@@ -790,10 +924,40 @@ def sweep_ownership(
                     b[j] = Z[i, j]
                 for d in range(D):
                     zX[d] = X[i, d]
-                log_ratio = math.log(1.0 - weight + weight * math.exp(-log_no_link[i]))
+                log_ratio = log_ratio_alone
             else:
-                _draw_dish_links(cum_proximity, i, FALSE, rng, new_links)
-                reachability_into(new_links, i, reach_state, path)
+                # Links from the prior (a binary search in each row of cum_proximity).
+                for j in range(N):
+                    cum_row = cum_proximity[j]
+                    x = rng.random() * cum_row[N - 1]
+                    lo = 0
+                    hi = N - 1
+                    while lo < hi:
+                        mid = (lo + hi) // 2
+                        if cum_row[mid] > x:
+                            hi = mid
+                        else:
+                            lo = mid + 1
+                    new_links[j] = lo
+                # Who reaches i along the new links (the walk of reachability_into in
+                # priors/_ddibp_kernels.py: 0 unknown, 1 reaches i, 2 does not, 3 on the
+                # path being followed; i's own link ignored), each customer visited once.
+                for m in range(N):
+                    reach_state[m] = 0
+                reach_state[i] = 1
+                for first in range(N):
+                    if reach_state[first] != 0:
+                        continue
+                    length = 0
+                    j = first
+                    while reach_state[j] == 0:
+                        reach_state[j] = 3
+                        path[length] = j
+                        length += 1
+                        j = new_links[j]
+                    verdict = 1 if reach_state[j] == 1 else 2
+                    for p in range(length):
+                        reach_state[path[p]] = verdict
                 count = 0.0
                 for m in range(N):
                     if reach_state[m] == 1:
@@ -802,14 +966,79 @@ def sweep_ownership(
                             b[j] += Z[m, j]
                         for d in range(D):
                             zX[d] += X[m, d]
-                log_ratio = _log_proposal_ratio(new_links, i, log_no_link[i], weight)
-            delta = _column_score(count, b, zX, Minv, G, K, ratio, sigma_x) + column_offset
+                log_ratio = log_ratio_alone
+                for j in range(N):
+                    if j != i and new_links[j] == i:
+                        log_ratio = log_ratio_linked
+                        break
+            # -D/2 log s + |u|^2 / (2 s_x^2 s) of the column (count, b, zX) added to the
+            # model, s = count + r - b^T M^{-1} b, u = z^T X - G^T b (entries where b is
+            # nonzero only).
+            s = count + ratio
+            for a in range(K):
+                if b[a] == 0.0:
+                    continue
+                acc = 0.0
+                for j in range(K):
+                    acc += Minv[a, j] * b[j]
+                s -= b[a] * acc
+            s = max(s, 1e-12 * ratio)
+            unorm = 0.0
+            for d in range(D):
+                v = zX[d]
+                for a in range(K):
+                    if b[a] != 0.0:
+                        v -= b[a] * G[a, d]
+                unorm += v * v
+            delta = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+            delta += column_offset
             log_accept = delta + math.log(mu[i]) - math.log(lam + 1.0) - log_ratio
             if math.log(rng.random()) < log_accept:
                 b[K] = 0.0
                 _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
                 if avoid:
-                    _draw_dish_links(cum_proximity, i, TRUE, rng, new_links)
+                    # Every other customer's link from its prior row conditioned on not
+                    # being i; i's own link from its prior row.
+                    for j in range(N):
+                        cum_row = cum_proximity[j]
+                        total = cum_row[N - 1]
+                        before = cum_row[i - 1] if i > 0 else 0.0
+                        mass = cum_row[i] - before
+                        tries = 0
+                        while True:
+                            if j == i or tries < _MAX_LINK_REJECTIONS:
+                                x = rng.random() * total
+                            else:
+                                x = rng.random() * (total - mass)
+                                if x >= before:
+                                    x += mass
+                            lo = 0
+                            hi = N - 1
+                            while lo < hi:
+                                mid = (lo + hi) // 2
+                                if cum_row[mid] > x:
+                                    hi = mid
+                                else:
+                                    lo = mid + 1
+                            tries += 1
+                            if j == i or lo != i:
+                                break
+                            if tries > _MAX_LINK_REJECTIONS:
+                                # x landed on i's edge by rounding: the next target with
+                                # mass
+                                found = False
+                                for t in range(i + 1, N):
+                                    if cum_row[t] > cum_row[i]:
+                                        lo = t
+                                        found = True
+                                        break
+                                if not found:
+                                    for t in range(i - 1, -1, -1):
+                                        if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
+                                            lo = t
+                                            break
+                                break
+                        new_links[j] = lo
                     for m in range(N):
                         Z[m, K] = 0
                         links[K, m] = new_links[m]
@@ -837,10 +1066,12 @@ def sweep_ownership(
                 gnorm += G[k, d] * G[k, d]
             delta = 0.5 * D * math.log(1.0 / mkk) - gnorm / (2.0 * sigma_x * sigma_x * mkk)
             delta -= column_offset
-            log_accept = (
-                delta + math.log(lam) - math.log(mu[i])
-                + _log_proposal_ratio(links[k], i, log_no_link[i], weight)
-            )
+            log_ratio = log_ratio_alone
+            for j in range(N):
+                if j != i and links[k, j] == i:
+                    log_ratio = log_ratio_linked
+                    break
+            log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
                 _remove_column_stats(Minv, G, k, K, col)
                 last = K - 1

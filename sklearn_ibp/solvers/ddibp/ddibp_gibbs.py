@@ -33,7 +33,7 @@ from sklearn.utils._param_validation import Interval, StrOptions
 from ..._deprecation import class_aliases
 from ...priors.ddibp import DDIBPPrior, compute_reachability
 from ..ibp._base import BaseIBPSolver, FeatureState, with_capacity
-from ._ddibp_kernels import draw_link, sweep_connections, sweep_ownership
+from ._ddibp_kernels import sweep_connections, sweep_ownership
 
 __all__ = ["GibbsDDIBP"]
 
@@ -56,6 +56,22 @@ def _regularised_inverse(gram, ratio):
             f"Z^T Z + (sigma_x / sigma_a)^2 I is singular (ratio {ratio:g}); refit with "
             "larger sigma_x or smaller sigma_a.")
     return 0.5 * (inv + inv.T)
+
+def _draw_prior_links(cum_proximity, n_dishes, rng):
+    """Links of ``n_dishes`` dishes from the prior, shape (n_samples, n_dishes).
+
+    Dish by dish, customer ``i`` links to the first target whose cumulative proximity
+    ``cum_proximity[i]`` exceeds ``u * cum_proximity[i, -1]``, ``u`` uniform: the binary
+    search of the kernels' ``draw_link``, with the same numbers from ``rng`` in the same
+    order, done here so that a fit does not compile it.
+    """
+    N = cum_proximity.shape[0]
+    u = rng.random((n_dishes, N)) * cum_proximity[:, -1]
+    connections = np.empty((N, n_dishes), dtype=np.int64)
+    for i in range(N):
+        connections[i] = np.searchsorted(cum_proximity[i], u[:, i], side="right")
+    return np.minimum(connections, N - 1)
+
 
 _NO_BOUND = np.int64(np.iinfo(np.int64).max)
 
@@ -172,10 +188,7 @@ class GibbsDDIBP(BaseIBPSolver):
         if owners.size == 0 and Z is None:
             # Start from a draw of the prior: lambda_i ~ Poisson(alpha / h_i), prior links.
             owners = np.repeat(np.arange(N), rng.poisson(state.alpha / h))
-            connections = np.zeros((N, owners.size), dtype=np.int64)
-            for k in range(owners.size):
-                for i in range(N):
-                    connections[i, k] = draw_link(state.stats["cum_proximity"][i], rng)
+            connections = _draw_prior_links(state.stats["cum_proximity"], owners.size, rng)
         if connections is None:
             connections = np.zeros((N, owners.size), dtype=np.int64)
         connections = np.asarray(connections, dtype=np.int64).reshape(N, owners.size)

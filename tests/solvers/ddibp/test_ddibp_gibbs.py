@@ -291,3 +291,47 @@ def test_regularised_inverse_matches_the_kernel_inverse_bit_for_bit():
         _full_inverse(Z.T @ Z, K, ratio, expected)
         assert np.array_equal(_regularised_inverse(Z.T @ Z, ratio), expected)
     assert _regularised_inverse(np.zeros((0, 0)), 1.0).shape == (0, 0)
+
+
+def test_prior_links_drawn_in_python_are_the_kernels_draws():
+    """The initial links come from NumPy (so a fit does not compile draw_link): the same
+    targets from the same uniforms, and the generator left in the same state."""
+    from sklearn_ibp.solvers.ddibp._ddibp_kernels import draw_link
+    from sklearn_ibp.solvers.ddibp.ddibp_gibbs import _draw_prior_links
+
+    for seed in range(30):
+        g = np.random.default_rng(seed)
+        N, K = int(g.integers(1, 40)), int(g.integers(0, 8))
+        A = g.random((N, N)) * (g.random((N, N)) < 0.5)  # zero proximities tie the CDF
+        A[np.arange(N), np.arange(N)] += 0.1
+        cum = np.ascontiguousarray(np.cumsum(A, axis=1))
+        kernel_rng, python_rng = np.random.default_rng(seed), np.random.default_rng(seed)
+        expected = np.zeros((N, K), dtype=np.int64)
+        for k in range(K):
+            for i in range(N):
+                expected[i, k] = draw_link(cum[i], kernel_rng)
+        np.testing.assert_array_equal(_draw_prior_links(cum, K, python_rng), expected)
+        assert kernel_rng.random() == python_rng.random()
+
+
+def test_births_with_prior_links_have_their_reachable_rows():
+    """The ownership kernel's walk (written in its body) against compute_reachability:
+    with own_weight=0 every birth draws all its links from the prior."""
+    rng = np.random.default_rng(5)
+    N = 30
+    _, A, h = exponential_proximity(np.arange(N, dtype=float), decay=0.5)
+    X = rng.normal(size=(N, 2))
+    solver = GibbsDDIBP(own_weight=0.0)
+    hyper = dict(alpha=4.0, sigma_x=1.0, sigma_a=1.0, proximity=A, h=h)
+    state = solver.initialize(X, np.zeros((N, 0)), hyper, rng)
+    n_births = 0
+    for _ in range(30):
+        before = state.n_features
+        solver.sweep(state, rng)
+        n_births += max(state.n_features - before, 0)
+        st = state.stats
+        for k in range(state.n_features):
+            np.testing.assert_array_equal(
+                state.Z[:, k], compute_reachability(st["links"][k], st["owners"][k])
+            )
+    assert n_births >= 5
