@@ -138,3 +138,24 @@ def truncated_poisson(rate, k_max, rng):
         if u <= 0.0:
             return k
     return k_max
+
+
+def draw_log_weight_index(log_weights, rng) -> int:
+    """Python twin of :func:`draw_from_log_weights`: an index with probability proportional
+    to ``exp(log_weights)``, from one uniform, with the same arithmetic (for the drivers
+    that draw from Python what a kernel would draw, bit for bit)."""
+    best = -math.inf
+    for value in log_weights:
+        if value > best:
+            best = value
+    weights = [math.exp(value - best) for value in log_weights]
+    total = 0.0
+    for w in weights:
+        total += w
+    u = rng.random() * total
+    j = 0
+    acc = weights[0]
+    while acc < u and j < len(weights) - 1:
+        j += 1
+        acc += weights[j]
+    return j

@@ -35,31 +35,12 @@ from ...likelihoods._normal_wishart_kernels import (
     rebuild_statistics,
 )
 from ...likelihoods.normal_wishart import NormalWishartBase
+from .._draw_kernels import draw_log_weight_index
 from ._dp_base import BaseDPSolver, MixtureState, relabel
 from ._dp_collapsed_kernels import log_predictive_table, sweep_collapsed_nw
 from ._dp_gaussian_kernels import relabel_slots
 
 __all__ = ["CollapsedDP"]
-
-
-def draw_index(log_weights, rng) -> int:
-    """Python twin of the kernels' draw: an index with probability ~ ``exp(log_weights)``,
-    from one uniform, with the same arithmetic."""
-    best = -math.inf
-    for value in log_weights:
-        if value > best:
-            best = value
-    weights = [math.exp(value - best) for value in log_weights]
-    total = 0.0
-    for w in weights:
-        total += w
-    u = rng.random() * total
-    j = 0
-    acc = weights[0]
-    while acc < u and j < len(weights) - 1:
-        j += 1
-        acc += weights[j]
-    return j
 
 
 class CollapsedDP(BaseDPSolver):
@@ -222,7 +203,7 @@ class CollapsedDP(BaseDPSolver):
                 candidates.append(s)
             log_weights.append(log_alpha + base.log_prior_predictive(x)[0])
             candidates.append(-1)
-            target = candidates[draw_index(log_weights, rng)]
+            target = candidates[draw_log_weight_index(log_weights, rng)]
             if target == -1:
                 if n_own == 1:
                     continue

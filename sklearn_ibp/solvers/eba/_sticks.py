@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import math
 
+from .._draw_kernels import draw_log_weight_index
+
 #: Largest number of abscissae of the adaptive rejection envelope (as the kernel).
 _MAX_POINTS = 64
 
@@ -79,25 +81,6 @@ def _hull_pieces(xs, hs, ds, lo, hi):
     return zs, log_mass
 
 
-def _draw_from_log_weights(log_weights, rng):
-    """An index drawn with probability proportional to ``exp(log_weights)``."""
-    best = -math.inf
-    for value in log_weights:
-        if value > best:
-            best = value
-    weights = [math.exp(value - best) for value in log_weights]
-    total = 0.0
-    for w in weights:
-        total += w
-    u = rng.random() * total
-    j = 0
-    acc = weights[0]
-    while acc < u and j < len(weights) - 1:
-        j += 1
-        acc += weights[j]
-    return j
-
-
 def _sample_log_stick_left_open(hi, a, b, c, n_rows, rng):
     """An exact draw of ``t = log mu`` from ``exp(l(t))`` on ``(-inf, hi)`` by adaptive
     rejection sampling (``a > 0``: the left tail decays like ``e^{a t}``)."""
@@ -118,7 +101,7 @@ def _sample_log_stick_left_open(hi, a, b, c, n_rows, rng):
     t = hi
     for _ in range(100000):
         zs, log_mass = _hull_pieces(xs, hs, ds, -math.inf, hi)
-        j = _draw_from_log_weights(log_mass, rng)
+        j = draw_log_weight_index(log_mass, rng)
         left = zs[j]
         right = zs[j + 1]
         d = ds[j]
