@@ -173,26 +173,33 @@ def fit_bradley_terry(wins, l2=0.0) -> np.ndarray:
 # -- the data: pairs and outcomes, or a matrix of win counts ---------------------------
 
 
-def check_wins(wins) -> np.ndarray:
+def check_wins(wins, name="wins") -> np.ndarray:
     """``wins`` as a float64 (N, N) matrix of non-negative finite counts, zero diagonal.
+
+    ``name`` is the argument's name in the messages (``"W"`` for
+    :func:`pairs_from_win_counts` and ``InfiniteEBA.fit_counts``).
 
     Raises
     ------
     ValueError
         Naming what is wrong.
     """
-    W = np.array(wins, dtype=np.float64)  # a copy: the caller's array is never touched
+    try:
+        W = np.array(wins, dtype=np.float64)  # a copy: the caller's array is never touched
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"{name} must be a square (n_alternatives, n_alternatives) matrix "
+                         f"of numbers: {exc}") from None
     if W.ndim != 2 or W.shape[0] != W.shape[1]:
-        raise ValueError(f"wins must be a square (n_alternatives, n_alternatives) matrix, "
+        raise ValueError(f"{name} must be a square (n_alternatives, n_alternatives) matrix, "
                          f"got shape {W.shape}.")
     if W.shape[0] < 2:
-        raise ValueError(f"wins must describe at least 2 alternatives, got {W.shape[0]}.")
+        raise ValueError(f"{name} must describe at least 2 alternatives, got {W.shape[0]}.")
     if not np.all(np.isfinite(W)):
-        raise ValueError("wins must be finite.")
+        raise ValueError(f"{name} must be finite.")
     if np.any(W < 0):
-        raise ValueError("wins must be non-negative counts.")
+        raise ValueError(f"{name} must be non-negative counts.")
     if np.any(np.diag(W) != 0):
-        raise ValueError("wins must have a zero diagonal: an alternative is never "
+        raise ValueError(f"{name} must have a zero diagonal: an alternative is never "
                          "compared with itself.")
     return np.ascontiguousarray(W)
 
@@ -354,7 +361,7 @@ def pairs_from_win_counts(W):
     >>> X.tolist(), y.tolist()
     ([[0, 1], [0, 1], [0, 1]], [1, 1, 0])
     """
-    W = check_wins(W)
+    W = check_wins(W, name="W")
     if np.any(W != np.round(W)):
         raise ValueError("W must hold integer counts.")
     N = W.shape[0]

@@ -264,10 +264,15 @@ def test_bad_input_to_predict_and_counts():
         model.predict_proba(np.array([[0, 3]]))
     with pytest.raises(ValueError, match="with itself"):
         model.predict_proba(np.array([[1, 1]]))
-    with pytest.raises(ValueError, match="wins must be non-negative"):
+    # fit_counts's messages name its argument, W.
+    with pytest.raises(ValueError, match="^W must be non-negative"):
         InfiniteEBA(n_iter=5).fit_counts(np.array([[0, -1], [1, 0]]))
-    with pytest.raises(ValueError, match="zero diagonal"):
+    with pytest.raises(ValueError, match="^W must have a zero diagonal"):
         InfiniteEBA(n_iter=5).fit_counts(np.array([[1, 1], [1, 0]]))
+    with pytest.raises(ValueError, match=r"^W must be a square .* got shape \(2, 3\)"):
+        InfiniteEBA(n_iter=5).fit_counts(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="^W must be a square .* matrix of numbers"):
+        InfiniteEBA(n_iter=5).fit_counts([[0, 1], [2]])
 
 
 def test_warm_start_and_pickle():
