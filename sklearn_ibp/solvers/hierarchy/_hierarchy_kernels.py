@@ -279,13 +279,51 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
 
 
 # --------------------------------------------------------------------------------------
+# Work buffers, allocated by the driver: arrays a kernel made itself would each compile
+# numba's allocation for their type (about 0.1 CPU s apiece on a cold fit).
+# --------------------------------------------------------------------------------------
+def dp_rows_work(N, D, Lcap, Kcap, n_auxiliary, max_new):
+    """The work buffers of :func:`dp_rows`, in its argument order."""
+    return (
+        np.empty(D), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((1, D)),
+        np.empty(Kcap, np.int64), np.empty(Kcap, np.int64), np.empty(Lcap + n_auxiliary),
+        np.zeros((Lcap + n_auxiliary, Kcap), np.int8), np.zeros(n_auxiliary, np.int64),
+        np.zeros((n_auxiliary, Kcap), np.int8),
+    )
+
+
+def ibp_rows_work(N, D, Lcap, Kcap, max_new_categories, max_new):
+    """The work buffers of :func:`ibp_rows`, in its argument order."""
+    return (
+        np.empty(D), np.empty(Kcap, np.int64), np.empty(Kcap, np.int64),
+        np.zeros(Kcap, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+        np.zeros((1, D)), np.empty(Lcap, np.int64), np.empty(Kcap, np.int64),
+        np.empty(Kcap, np.int64), np.empty(N + 1), np.empty(Lcap, np.int64),
+        np.empty(Kcap, np.int8), np.zeros((max_new_categories, Kcap), np.int8),
+        np.empty(Kcap, np.int64), np.zeros(Kcap, np.int64),
+    )
+
+
+def link_pass_work(N, D, Lcap, Kcap, max_new):
+    """The work buffers of :func:`link_pass`, in its argument order."""
+    return (
+        np.empty(N, np.int64), np.empty((N, D)), np.empty((N, Kcap), np.int64),
+        np.empty((N, Kcap), np.int64), np.empty(N, np.int64), np.zeros(Kcap, np.int64),
+        np.empty(N), np.empty(N), np.empty(N, np.int64), np.empty((N, max_new), np.int64),
+        np.empty((N, D)), np.empty(Kcap, np.int64), np.empty(Kcap, np.int64),
+        np.empty(Kcap, np.int64),
+    )
+
+
+# --------------------------------------------------------------------------------------
 # Rows: the DP upper process (Neal's Algorithm 8 over categories)
 # --------------------------------------------------------------------------------------
 @njit(cache=True, no_cfunc_wrapper=True)
 def dp_rows(
     start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    n_auxiliary, max_new, rng, continuous,
+    n_auxiliary, max_new, rng, continuous, new_pred, one_row, one_child, one_pred, own,
+    order, log_w_work, z_opts, aux_new, aux_links,
 ):
     """Reassign every row's category (Doshi-Velez 2009, sec. 7.2.1: Neal 2000's partial Gibbs).
 
@@ -304,15 +342,12 @@ def dp_rows(
     singleton category with more than ``max_new`` own features is weighted as if the
     count were not truncated (its reverse draw is impossible); at ``max_new = 6`` and
     ``alpha_M / (L + 1) = 1`` such counts have prior probability 1e-4.
+
+    The work buffers after ``continuous`` come from :func:`dp_rows_work` (a kernel that
+    allocates compiles numba's allocation for every array type it makes).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    new_pred = np.empty(D)
-    one_row = np.zeros(1, dtype=np.int64)
-    one_child = np.zeros(1, dtype=np.int64)
-    one_pred = np.zeros((1, D))
-    own = np.empty(Kcap, dtype=np.int64)
-    order = np.empty(Kcap, dtype=np.int64)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -323,9 +358,16 @@ def dp_rows(
         singleton = sizes[l0] == 0
         L_minus = counts[L_LIVE] - (1 if singleton else 0)
         n_opts = L_slots + n_auxiliary
-        log_w = np.full(n_opts, -np.inf)
-        z_opts = np.zeros((n_opts, K_slots + n_auxiliary * max_new), dtype=np.int8)
-        aux_new = np.zeros(n_auxiliary, dtype=np.int64)
+        width = K_slots + n_auxiliary * max_new
+        log_w = log_w_work[:n_opts]
+        for o in range(n_opts):
+            log_w[o] = -np.inf
+            for k in range(width):
+                z_opts[o, k] = 0
+        for j in range(n_auxiliary):
+            aux_new[j] = 0
+            for k in range(K_slots):
+                aux_links[j, k] = 0
         # Existing categories.
         for cat in range(L_slots):
             if sizes[cat] == 0:
@@ -365,7 +407,6 @@ def dp_rows(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
                 ONE, Z, A, one_child, one_pred, rng, continuous,
             )
-        aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
             for k in range(K_slots):
@@ -398,7 +439,7 @@ def dp_rows(
                 continue
             for d in range(D):
                 new_pred[d] = 0.0
-            for k in range(z_opts.shape[1]):
+            for k in range(width):
                 if z_opts[o, k] == 1:
                     for d in range(D):
                         new_pred[d] += A[k, d]
@@ -447,7 +488,7 @@ def dp_rows(
             pred[n, d] = 0.0
         for k in range(K_now):
             S[n, k] = M[target, k]
-            Z[n, k] = z_opts[chosen, k] if k < z_opts.shape[1] else 0
+            Z[n, k] = z_opts[chosen, k] if k < width else 0
             if Z[n, k] == 1:
                 for d in range(D):
                     pred[n, d] += A[k, d]
@@ -461,7 +502,9 @@ def dp_rows(
 def ibp_rows(
     start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    max_new_categories, max_new, rng, continuous,
+    max_new_categories, max_new, rng, continuous, new_pred, ks, deltas, shift, one_row,
+    one_child, one_pred, cat_order, own, order, log_count, own_categories, seen, prop_links,
+    link_count, proposal_shift,
 ):
     """Update every row's memberships of shared categories, then its own categories.
 
@@ -476,26 +519,15 @@ def ibp_rows(
     category): the ratio holds the truncated Poisson's mass of the new features' counts,
     and a row whose own categories the truncated proposal could not have drawn keeps them,
     so the move is exact at any truncation (a tight one only slows mixing).
+
+    The work buffers after ``continuous`` come from :func:`ibp_rows_work`.
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    new_pred = np.empty(D)
-    ks = np.empty(Kcap, dtype=np.int64)
-    deltas = np.empty(Kcap, dtype=np.int64)
-    shift = np.zeros(Kcap, dtype=np.int64)
-    one_row = np.zeros(1, dtype=np.int64)
-    one_child = np.zeros(1, dtype=np.int64)
-    one_pred = np.zeros((1, D))
-    cat_order = np.empty(Lcap, dtype=np.int64)
-    own = np.empty(Kcap, dtype=np.int64)
-    order = np.empty(Kcap, dtype=np.int64)
     # log n, for the IBP prior odds of c_nl (a loop: no array expression to compile)
-    log_count = np.empty(N + 1)
     log_count[0] = -np.inf
     for i in range(1, N + 1):
         log_count[i] = math.log(float(i))
-    own_categories = np.empty(Lcap, dtype=np.int64)
-    seen = np.empty(Kcap, dtype=np.int8)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -575,8 +607,9 @@ def ibp_rows(
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
         n_cat = truncated_poisson(alpha_c / N, max_new_categories, rng)
-        prop_links = np.zeros((max(n_cat, 1), K_slots + n_cat * max_new), dtype=np.int8)
-        link_count = np.empty(K_slots + n_cat * max_new, dtype=np.int64)
+        for j in range(n_cat):
+            for k in range(K_slots + n_cat * max_new):
+                prop_links[j, k] = 0
         for k in range(K_slots):
             link_count[k] = links[k] + shift[k]  # links from the other categories
         n_feat = np.int64(0)
@@ -596,9 +629,8 @@ def ibp_rows(
                 link_count[k] += prop_links[j, k]
         # The children of row n under the proposal.
         width = K_slots + n_feat
-        proposal_shift = np.zeros(width, dtype=np.int64)
-        for k in range(K_slots):
-            proposal_shift[k] = shift[k]
+        for k in range(width):
+            proposal_shift[k] = shift[k] if k < K_slots else 0
         for j in range(n_cat):
             for k in range(width):
                 proposal_shift[k] += prop_links[j, k]
@@ -696,6 +728,8 @@ def ibp_rows(
 def link_pass(
     start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng, continuous,
+    members, new_preds, member_ks, member_deltas, member_changes, shift, old_liks, new_liks,
+    children, new_children, flip_preds, order, order_own, own,
 ):
     """Update every category's links to shared features, then its own features.
 
@@ -720,24 +754,11 @@ def link_pass(
     The own-feature move is written out here rather than in a kernel of its own: as a
     separate kernel it compiled its whole call tree (the feature proposals) once more,
     about 2 CPU s of the cold default fit of ``benchmarks/bench_startup.py`` (15.2-15.6
-    against 17.6-18.0 CPU s, two paired runs).
+    against 17.6-18.0 CPU s, two paired runs). The work buffers after ``continuous`` come
+    from :func:`link_pass_work`.
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    members = np.empty(N, dtype=np.int64)
-    new_preds = np.empty((N, D))
-    member_ks = np.empty((N, Kcap), dtype=np.int64)
-    member_deltas = np.empty((N, Kcap), dtype=np.int64)
-    member_changes = np.empty(N, dtype=np.int64)
-    shift = np.zeros(Kcap, dtype=np.int64)
-    old_liks = np.empty(N)
-    new_liks = np.empty(N)
-    children = np.empty(N, dtype=np.int64)
-    new_children = np.empty((N, max_new), dtype=np.int64)
-    flip_preds = np.empty((N, D))
-    order = np.empty(Kcap, dtype=np.int64)
-    order_own = np.empty(Kcap, dtype=np.int64)
-    own = np.empty(Kcap, dtype=np.int64)
     for pos in range(start, category_order.shape[0]):
         cat = category_order[pos]
         K_slots = counts[K_SLOTS]
@@ -960,11 +981,12 @@ def _row_prediction(z, A, K, pred):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
-    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
+def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng, row, order):
+    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order.
+
+    ``row`` (n_dims,) float64 and ``order`` (at least ``K_slots``,) int64 are work buffers.
+    """
     N, D = X.shape
-    row = np.empty(D)
-    order = np.empty(K_slots, dtype=np.int64)
     random_order(K_slots, order, rng)
     for n in range(N):
         lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
