@@ -48,7 +48,6 @@ from .._draw_kernels import (
     TRUE,
     draw_from_log_weights,
     random_order,
-    truncated_poisson,
 )
 from .._feature_proposal_kernels import (
     feature_proposal,
@@ -99,6 +98,53 @@ def draw_child_legacy(s, log_q, link):
     if link == LINK_OR:
         return 1
     return 1 if np.random.random() < -math.expm1(s * log_q) else 0  # noqa: NPY002
+
+
+#: Rejection tries of :func:`_truncated_poisson` before it draws by inversion.
+_POISSON_TRIES = 1000
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _truncated_poisson(rate, k_max, rng):
+    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max``: the draws of
+    :func:`~sklearn_ibp.solvers._draw_kernels.truncated_poisson` without numba's
+    ``Generator.poisson``, whose implementation (both of its algorithms) made about half
+    a CPU second of a cold fit's compile.
+
+    Below ``rate = 10``, where ``Generator.poisson`` multiplies uniforms until their
+    product falls to ``exp(-rate)`` (the ``mult`` algorithm of NumPy and numba), that
+    product is written out here from the same uniforms, so the draws are those of
+    ``truncated_poisson`` bit for bit; ``rate = 0`` gives 0 without a uniform, as there.
+    From ``rate = 10`` on (where at most ``P(k <= k_max) = 0.13`` of draws would be
+    accepted, for ``k_max <= 6``) the draw is by inversion of the truncated distribution
+    at once, the exact fallback of ``truncated_poisson`` after its rejection tries.
+    """
+    if rate < 10.0:
+        limit = math.exp(-rate)
+        for _ in range(_POISSON_TRIES):
+            k = 0
+            if rate > 0.0:
+                product = 1.0
+                while True:
+                    product *= rng.random()
+                    if product > limit:
+                        k += 1
+                    else:
+                        break
+            if k <= k_max:
+                return k
+    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max, relative to p_k_max.
+    log_rate = math.log(rate)
+    top = k_max * log_rate - math.lgamma(k_max + 1.0)
+    total = 0.0
+    for k in range(k_max + 1):
+        total += math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+    u = rng.random() * total
+    for k in range(k_max + 1):
+        u -= math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+        if u <= 0.0:
+            return k
+    return k_max
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
@@ -415,7 +461,7 @@ def dp_rows(
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(_ONE, log_q, link, rng)
             rate = alpha_m / (L_minus + 1.0)
-            n_new = truncated_poisson(rate, max_new, rng)
+            n_new = _truncated_poisson(rate, max_new, rng)
             aux_new[j] = n_new
             # p / q of the count: the Poisson truncated at max_new has mass below one.
             log_w[o] = log_aux + _log_poisson_cdf(rate, max_new)
@@ -606,7 +652,7 @@ def ibp_rows(
         if not feasible:
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
-        n_cat = truncated_poisson(alpha_c / N, max_new_categories, rng)
+        n_cat = _truncated_poisson(alpha_c / N, max_new_categories, rng)
         for j in range(n_cat):
             for k in range(K_slots + n_cat * max_new):
                 prop_links[j, k] = 0
@@ -619,7 +665,7 @@ def ibp_rows(
                 if link_count[k] > 0 and rng.random() * customers < link_count[k]:
                     prop_links[j, k] = 1
             log_truncation += _log_poisson_cdf(alpha_m / customers, max_new)
-            t_new = truncated_poisson(alpha_m / customers, max_new, rng)
+            t_new = _truncated_poisson(alpha_m / customers, max_new, rng)
             for _ in range(t_new):
                 k = K_slots + n_feat
                 prop_links[j, k] = 1
@@ -827,7 +873,7 @@ def link_pass(
             # too when k_flip >= 0; a rejected or impossible move leaves the state as is.
             k_flip = k
             K_now = counts[K_SLOTS]
-            n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
+            n_new = _truncated_poisson(alpha_m / L_live, max_new, rng)
             n_own = np.int64(0)
             for k in range(K_now):
                 if M[cat, k] == 1 and links[k] == 1:
