@@ -77,3 +77,26 @@ def test_one_row_tables_give_the_draws_of_zero_padded_tables():
                                  0.5, rng_general)
     np.testing.assert_array_equal(A_fast, A_general)
     np.testing.assert_array_equal(counts_fast, counts_general)
+
+
+def test_detection_sweep_gives_the_draws_of_the_shared_sweep_with_its_tables():
+    # sweep_binary_features is sweep_bernoulli_features with detection_gain_tables written
+    # out in one kernel (it compiles less): the same draws, bit for bit.
+    from sklearn_ibp.likelihoods._noisy_or_kernels import sweep_binary_features
+
+    Z, A, X, observed, ptr, rows = problem(4, n=40, k=6, d=9)
+    noise = np.array([np.linspace(0.05, 0.3, 9), np.linspace(0.4, 0.1, 9)])
+    A_one, A_shared = A.copy(), A.copy()
+    counts_one, counts_shared = (Z @ A).astype(np.int64), (Z @ A).astype(np.int64)
+    rng_one, rng_shared = np.random.default_rng(7), np.random.default_rng(7)
+    moved = 0
+    for _ in range(10):
+        before = A_one.copy()
+        sweep_binary_features(A_one, counts_one, X, observed, ptr, rows, noise, 0.3, rng_one)
+        sweep_bernoulli_features(A_shared, counts_shared, X, observed, ptr, rows,
+                                 *detection_gain_tables(noise), 0.3, rng_shared)
+        np.testing.assert_array_equal(A_one, A_shared)
+        np.testing.assert_array_equal(counts_one, counts_shared)
+        np.testing.assert_array_equal(counts_one, (Z @ A_one).astype(np.int64))
+        moved += int(np.sum(before != A_one))
+    assert moved > 10  # the comparison saw many moves

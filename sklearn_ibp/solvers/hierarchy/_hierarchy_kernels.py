@@ -48,10 +48,8 @@ from .._draw_kernels import (
     TRUE,
     draw_from_log_weights,
     random_order,
-    truncated_poisson,
 )
 from .._feature_proposal_kernels import (
-    binary_entry_proposal,
     feature_proposal,
     log_prior_feature,
 )
@@ -102,6 +100,53 @@ def draw_child_legacy(s, log_q, link):
     return 1 if np.random.random() < -math.expm1(s * log_q) else 0  # noqa: NPY002
 
 
+#: Rejection tries of :func:`_truncated_poisson` before it draws by inversion.
+_POISSON_TRIES = 1000
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _truncated_poisson(rate, k_max, rng):
+    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max``: the draws of
+    :func:`~sklearn_ibp.solvers._draw_kernels.truncated_poisson` without numba's
+    ``Generator.poisson``, whose implementation (both of its algorithms) made about half
+    a CPU second of a cold fit's compile.
+
+    Below ``rate = 10``, where ``Generator.poisson`` multiplies uniforms until their
+    product falls to ``exp(-rate)`` (the ``mult`` algorithm of NumPy and numba), that
+    product is written out here from the same uniforms, so the draws are those of
+    ``truncated_poisson`` bit for bit; ``rate = 0`` gives 0 without a uniform, as there.
+    From ``rate = 10`` on (where at most ``P(k <= k_max) = 0.13`` of draws would be
+    accepted, for ``k_max <= 6``) the draw is by inversion of the truncated distribution
+    at once, the exact fallback of ``truncated_poisson`` after its rejection tries.
+    """
+    if rate < 10.0:
+        limit = math.exp(-rate)
+        for _ in range(_POISSON_TRIES):
+            k = 0
+            if rate > 0.0:
+                product = 1.0
+                while True:
+                    product *= rng.random()
+                    if product > limit:
+                        k += 1
+                    else:
+                        break
+            if k <= k_max:
+                return k
+    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max, relative to p_k_max.
+    log_rate = math.log(rate)
+    top = k_max * log_rate - math.lgamma(k_max + 1.0)
+    total = 0.0
+    for k in range(k_max + 1):
+        total += math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+    u = rng.random() * total
+    for k in range(k_max + 1):
+        u -= math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
+        if u <= 0.0:
+            return k
+    return k_max
+
+
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _log_poisson_cdf(rate, k_max):
     """``log P(Poisson(rate) <= k_max)``."""
@@ -117,7 +162,11 @@ def _log_poisson_cdf(rate, k_max):
 def _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows, children, preds,
                              out, rng):
     """:func:`feature_proposal` of a binary feature (Bernoulli prior ``prior[0]``, the
-    detection likelihood): the same Bernoulli per dimension, computed in the same order."""
+    detection likelihood): the same Bernoulli per dimension, computed in the same order,
+    with :func:`~sklearn_ibp.solvers._feature_proposal_kernels.binary_entry_proposal` and
+    :func:`~sklearn_ibp.solvers._draw_kernels.draw_binary` written out (the same
+    arithmetic and one uniform per dimension; two kernels fewer to compile).
+    """
     total = 0.0
     for d in range(X.shape[1]):
         log_odds = math.log(prior[0]) - math.log1p(-prior[0])
@@ -132,7 +181,13 @@ def _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows, chil
                     log_odds += math.log(p_with) - math.log(p_now)
                 else:
                     log_odds += math.log1p(-p_with) - math.log1p(-p_now)
-        total += binary_entry_proposal(draw, log_odds, out, d, rng)
+        if draw:
+            p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
+            out[d] = 1.0 if rng.random() < p_one else 0.0
+        if out[d] > 0.5:
+            total += -math.log1p(math.exp(-log_odds)) if log_odds > -700.0 else log_odds
+        else:
+            total += -math.log1p(math.exp(log_odds)) if log_odds < 700.0 else -log_odds
     return total
 
 
@@ -270,13 +325,51 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
 
 
 # --------------------------------------------------------------------------------------
+# Work buffers, allocated by the driver: arrays a kernel made itself would each compile
+# numba's allocation for their type (about 0.1 CPU s apiece on a cold fit).
+# --------------------------------------------------------------------------------------
+def dp_rows_work(N, D, Lcap, Kcap, n_auxiliary, max_new):
+    """The work buffers of :func:`dp_rows`, in its argument order."""
+    return (
+        np.empty(D), np.zeros(1, np.int64), np.zeros(1, np.int64), np.zeros((1, D)),
+        np.empty(Kcap, np.int64), np.empty(Kcap, np.int64), np.empty(Lcap + n_auxiliary),
+        np.zeros((Lcap + n_auxiliary, Kcap), np.int8), np.zeros(n_auxiliary, np.int64),
+        np.zeros((n_auxiliary, Kcap), np.int8),
+    )
+
+
+def ibp_rows_work(N, D, Lcap, Kcap, max_new_categories, max_new):
+    """The work buffers of :func:`ibp_rows`, in its argument order."""
+    return (
+        np.empty(D), np.empty(Kcap, np.int64), np.empty(Kcap, np.int64),
+        np.zeros(Kcap, np.int64), np.zeros(1, np.int64), np.zeros(1, np.int64),
+        np.zeros((1, D)), np.empty(Lcap, np.int64), np.empty(Kcap, np.int64),
+        np.empty(Kcap, np.int64), np.empty(N + 1), np.empty(Lcap, np.int64),
+        np.empty(Kcap, np.int8), np.zeros((max_new_categories, Kcap), np.int8),
+        np.empty(Kcap, np.int64), np.zeros(Kcap, np.int64),
+    )
+
+
+def link_pass_work(N, D, Lcap, Kcap, max_new):
+    """The work buffers of :func:`link_pass`, in its argument order."""
+    return (
+        np.empty(N, np.int64), np.empty((N, D)), np.empty((N, Kcap), np.int64),
+        np.empty((N, Kcap), np.int64), np.empty(N, np.int64), np.zeros(Kcap, np.int64),
+        np.empty(N), np.empty(N), np.empty(N, np.int64), np.empty((N, max_new), np.int64),
+        np.empty((N, D)), np.empty(Kcap, np.int64), np.empty(Kcap, np.int64),
+        np.empty(Kcap, np.int64),
+    )
+
+
+# --------------------------------------------------------------------------------------
 # Rows: the DP upper process (Neal's Algorithm 8 over categories)
 # --------------------------------------------------------------------------------------
 @njit(cache=True, no_cfunc_wrapper=True)
 def dp_rows(
     start, X, observed, C, category, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    n_auxiliary, max_new, rng, continuous,
+    n_auxiliary, max_new, rng, continuous, new_pred, one_row, one_child, one_pred, own,
+    order, log_w_work, z_opts, aux_new, aux_links,
 ):
     """Reassign every row's category (Doshi-Velez 2009, sec. 7.2.1: Neal 2000's partial Gibbs).
 
@@ -295,15 +388,12 @@ def dp_rows(
     singleton category with more than ``max_new`` own features is weighted as if the
     count were not truncated (its reverse draw is impossible); at ``max_new = 6`` and
     ``alpha_M / (L + 1) = 1`` such counts have prior probability 1e-4.
+
+    The work buffers after ``continuous`` come from :func:`dp_rows_work` (a kernel that
+    allocates compiles numba's allocation for every array type it makes).
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    new_pred = np.empty(D)
-    one_row = np.zeros(1, dtype=np.int64)
-    one_child = np.zeros(1, dtype=np.int64)
-    one_pred = np.zeros((1, D))
-    own = np.empty(Kcap, dtype=np.int64)
-    order = np.empty(Kcap, dtype=np.int64)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -314,9 +404,16 @@ def dp_rows(
         singleton = sizes[l0] == 0
         L_minus = counts[L_LIVE] - (1 if singleton else 0)
         n_opts = L_slots + n_auxiliary
-        log_w = np.full(n_opts, -np.inf)
-        z_opts = np.zeros((n_opts, K_slots + n_auxiliary * max_new), dtype=np.int8)
-        aux_new = np.zeros(n_auxiliary, dtype=np.int64)
+        width = K_slots + n_auxiliary * max_new
+        log_w = log_w_work[:n_opts]
+        for o in range(n_opts):
+            log_w[o] = -np.inf
+            for k in range(width):
+                z_opts[o, k] = 0
+        for j in range(n_auxiliary):
+            aux_new[j] = 0
+            for k in range(K_slots):
+                aux_links[j, k] = 0
         # Existing categories.
         for cat in range(L_slots):
             if sizes[cat] == 0:
@@ -356,7 +453,6 @@ def dp_rows(
                 own, n_own, order, prior_kind, prior, obs_kind, noise, X, observed, one_row,
                 ONE, Z, A, one_child, one_pred, rng, continuous,
             )
-        aux_links = np.zeros((n_auxiliary, K_slots), dtype=np.int8)
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
             for k in range(K_slots):
@@ -365,7 +461,7 @@ def dp_rows(
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(_ONE, log_q, link, rng)
             rate = alpha_m / (L_minus + 1.0)
-            n_new = truncated_poisson(rate, max_new, rng)
+            n_new = _truncated_poisson(rate, max_new, rng)
             aux_new[j] = n_new
             # p / q of the count: the Poisson truncated at max_new has mass below one.
             log_w[o] = log_aux + _log_poisson_cdf(rate, max_new)
@@ -389,7 +485,7 @@ def dp_rows(
                 continue
             for d in range(D):
                 new_pred[d] = 0.0
-            for k in range(z_opts.shape[1]):
+            for k in range(width):
                 if z_opts[o, k] == 1:
                     for d in range(D):
                         new_pred[d] += A[k, d]
@@ -438,7 +534,7 @@ def dp_rows(
             pred[n, d] = 0.0
         for k in range(K_now):
             S[n, k] = M[target, k]
-            Z[n, k] = z_opts[chosen, k] if k < z_opts.shape[1] else 0
+            Z[n, k] = z_opts[chosen, k] if k < width else 0
             if Z[n, k] == 1:
                 for d in range(D):
                     pred[n, d] += A[k, d]
@@ -452,7 +548,9 @@ def dp_rows(
 def ibp_rows(
     start, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_c, alpha_m, log_q, link, obs_kind, noise, prior_kind, prior,
-    max_new_categories, max_new, rng, continuous,
+    max_new_categories, max_new, rng, continuous, new_pred, ks, deltas, shift, one_row,
+    one_child, one_pred, cat_order, own, order, log_count, own_categories, seen, prop_links,
+    link_count, proposal_shift,
 ):
     """Update every row's memberships of shared categories, then its own categories.
 
@@ -467,26 +565,15 @@ def ibp_rows(
     category): the ratio holds the truncated Poisson's mass of the new features' counts,
     and a row whose own categories the truncated proposal could not have drawn keeps them,
     so the move is exact at any truncation (a tight one only slows mixing).
+
+    The work buffers after ``continuous`` come from :func:`ibp_rows_work`.
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    new_pred = np.empty(D)
-    ks = np.empty(Kcap, dtype=np.int64)
-    deltas = np.empty(Kcap, dtype=np.int64)
-    shift = np.zeros(Kcap, dtype=np.int64)
-    one_row = np.zeros(1, dtype=np.int64)
-    one_child = np.zeros(1, dtype=np.int64)
-    one_pred = np.zeros((1, D))
-    cat_order = np.empty(Lcap, dtype=np.int64)
-    own = np.empty(Kcap, dtype=np.int64)
-    order = np.empty(Kcap, dtype=np.int64)
     # log n, for the IBP prior odds of c_nl (a loop: no array expression to compile)
-    log_count = np.empty(N + 1)
     log_count[0] = -np.inf
     for i in range(1, N + 1):
         log_count[i] = math.log(float(i))
-    own_categories = np.empty(Lcap, dtype=np.int64)
-    seen = np.empty(Kcap, dtype=np.int8)
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -565,9 +652,10 @@ def ibp_rows(
         if not feasible:
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
-        n_cat = truncated_poisson(alpha_c / N, max_new_categories, rng)
-        prop_links = np.zeros((max(n_cat, 1), K_slots + n_cat * max_new), dtype=np.int8)
-        link_count = np.empty(K_slots + n_cat * max_new, dtype=np.int64)
+        n_cat = _truncated_poisson(alpha_c / N, max_new_categories, rng)
+        for j in range(n_cat):
+            for k in range(K_slots + n_cat * max_new):
+                prop_links[j, k] = 0
         for k in range(K_slots):
             link_count[k] = links[k] + shift[k]  # links from the other categories
         n_feat = np.int64(0)
@@ -577,7 +665,7 @@ def ibp_rows(
                 if link_count[k] > 0 and rng.random() * customers < link_count[k]:
                     prop_links[j, k] = 1
             log_truncation += _log_poisson_cdf(alpha_m / customers, max_new)
-            t_new = truncated_poisson(alpha_m / customers, max_new, rng)
+            t_new = _truncated_poisson(alpha_m / customers, max_new, rng)
             for _ in range(t_new):
                 k = K_slots + n_feat
                 prop_links[j, k] = 1
@@ -587,9 +675,8 @@ def ibp_rows(
                 link_count[k] += prop_links[j, k]
         # The children of row n under the proposal.
         width = K_slots + n_feat
-        proposal_shift = np.zeros(width, dtype=np.int64)
-        for k in range(K_slots):
-            proposal_shift[k] = shift[k]
+        for k in range(width):
+            proposal_shift[k] = shift[k] if k < K_slots else 0
         for j in range(n_cat):
             for k in range(width):
                 proposal_shift[k] += prop_links[j, k]
@@ -687,6 +774,8 @@ def ibp_rows(
 def link_pass(
     start, category_order, X, observed, C, M, S, Z, A, pred, sizes, links, counts,
     alpha_m, log_q, link, obs_kind, noise, prior_kind, prior, max_new, rng, continuous,
+    members, new_preds, member_ks, member_deltas, member_changes, shift, old_liks, new_liks,
+    children, new_children, flip_preds, order, order_own, own,
 ):
     """Update every category's links to shared features, then its own features.
 
@@ -711,24 +800,11 @@ def link_pass(
     The own-feature move is written out here rather than in a kernel of its own: as a
     separate kernel it compiled its whole call tree (the feature proposals) once more,
     about 2 CPU s of the cold default fit of ``benchmarks/bench_startup.py`` (15.2-15.6
-    against 17.6-18.0 CPU s, two paired runs).
+    against 17.6-18.0 CPU s, two paired runs). The work buffers after ``continuous`` come
+    from :func:`link_pass_work`.
     """
     N, D = X.shape
     Lcap, Kcap = M.shape
-    members = np.empty(N, dtype=np.int64)
-    new_preds = np.empty((N, D))
-    member_ks = np.empty((N, Kcap), dtype=np.int64)
-    member_deltas = np.empty((N, Kcap), dtype=np.int64)
-    member_changes = np.empty(N, dtype=np.int64)
-    shift = np.zeros(Kcap, dtype=np.int64)
-    old_liks = np.empty(N)
-    new_liks = np.empty(N)
-    children = np.empty(N, dtype=np.int64)
-    new_children = np.empty((N, max_new), dtype=np.int64)
-    flip_preds = np.empty((N, D))
-    order = np.empty(Kcap, dtype=np.int64)
-    order_own = np.empty(Kcap, dtype=np.int64)
-    own = np.empty(Kcap, dtype=np.int64)
     for pos in range(start, category_order.shape[0]):
         cat = category_order[pos]
         K_slots = counts[K_SLOTS]
@@ -797,7 +873,7 @@ def link_pass(
             # too when k_flip >= 0; a rejected or impossible move leaves the state as is.
             k_flip = k
             K_now = counts[K_SLOTS]
-            n_new = truncated_poisson(alpha_m / L_live, max_new, rng)
+            n_new = _truncated_poisson(alpha_m / L_live, max_new, rng)
             n_own = np.int64(0)
             for k in range(K_now):
                 if M[cat, k] == 1 and links[k] == 1:
@@ -951,11 +1027,12 @@ def _row_prediction(z, A, K, pred):
 
 
 @njit(cache=True, no_cfunc_wrapper=True)
-def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng):
-    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order."""
+def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng, row, order):
+    """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order.
+
+    ``row`` (n_dims,) float64 and ``order`` (at least ``K_slots``,) int64 are work buffers.
+    """
     N, D = X.shape
-    row = np.empty(D)
-    order = np.empty(K_slots, dtype=np.int64)
     random_order(K_slots, order, rng)
     for n in range(N):
         lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)

@@ -283,20 +283,26 @@ class GibbsHierarchy(Solver):
         continuous = continuous_marker(likelihood)
         start = 0
         while True:
+            Lcap, Kcap = state.M.shape
             if state.upper == kernels.UPPER_DP:
+                work = kernels.dp_rows_work(N, D, Lcap, Kcap, self.n_auxiliary,
+                                            self.max_new_features)
                 start = kernels.dp_rows(
                     start, state.X, state.observed, state.C, state.category, state.M,
                     state.S, state.Z, state.A, state.pred, state.sizes, state.links,
                     state.counts, state.alpha_c, state.alpha_m, log_q, state.link, obs,
                     noise, pkind, prior, self.n_auxiliary, self.max_new_features, rng,
-                    continuous,
+                    continuous, *work,
                 )
             else:
+                work = kernels.ibp_rows_work(N, D, Lcap, Kcap, self.max_new_categories,
+                                             self.max_new_features)
                 start = kernels.ibp_rows(
                     start, state.X, state.observed, state.C, state.M, state.S, state.Z,
                     state.A, state.pred, state.sizes, state.links, state.counts,
                     state.alpha_c, state.alpha_m, log_q, state.link, obs, noise, pkind,
                     prior, self.max_new_categories, self.max_new_features, rng, continuous,
+                    *work,
                 )
             if start < 0:
                 break
@@ -306,11 +312,13 @@ class GibbsHierarchy(Solver):
         start = 0
         category_order = rng.permutation(state.counts[kernels.L_SLOTS]).astype(np.int64)
         while True:
+            Lcap, Kcap = state.M.shape
             start = kernels.link_pass(
                 start, category_order, state.X, state.observed, state.C, state.M, state.S, state.Z,
                 state.A, state.pred, state.sizes, state.links, state.counts,
                 state.alpha_m, log_q, state.link, obs, noise, pkind, prior,
                 self.max_new_features, rng, continuous,
+                *kernels.link_pass_work(N, D, Lcap, Kcap, self.max_new_features),
             )
             if start < 0:
                 break
@@ -319,7 +327,8 @@ class GibbsHierarchy(Solver):
         if state.link == kernels.LINK_NOISY_OR:
             kernels.child_pass(
                 state.X, state.observed, state.S, state.Z, state.A, state.pred,
-                state.n_features, log_q, obs, noise, rng,
+                state.n_features, log_q, obs, noise, rng, np.empty(D),
+                np.empty(state.M.shape[1], np.int64),
             )
 
     @staticmethod
