@@ -65,6 +65,7 @@ class ShardState:
     cov: np.ndarray | None = None
     mean: np.ndarray | None = None
     compute_seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
 
 @dataclass
@@ -216,7 +217,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         With ``counts``, ``gram``, ``cross`` the shard's own statistics at the end of the
         round, over the (possibly more) features it now knows.
     """
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.thread_time()
     X = np.ascontiguousarray(data.current(shard.imputed), dtype=float)
     rng = copy.deepcopy(shard.rng)
     K = shard.Z.shape[1]
@@ -294,6 +295,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         cov=work["cov"][:K, :K].copy() if message.alone else None,
         mean=work["mean"][:K].copy() if message.alone else None,
         compute_seconds=time.perf_counter() - start,
+        cpu_seconds=time.thread_time() - start_cpu,
     )
 
 

@@ -531,8 +531,18 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         self._mark_refresh(state)
 
     def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        """Take the root's new hyperparameters; they go to the shards with the next round.
+
+        The shards' statistics (``m_k^p``, ``Z_p^T Z_p``, ``Z_p^T X_p``) do not depend on
+        the hyperparameters, and with several shards every round rebuilds the feature
+        posterior from the broadcast totals at the hyperparameters it carries, so nothing
+        else is recomputed: the update costs the shards no work and no round trip. A lone
+        synchronous shard carries its posterior from round to round, and recomputes it
+        here, as the serial sampler's refresh does (bit for bit the same draws).
+        """
         state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
-        self._mark_refresh(state)
+        if len(state.stats["shards"]) == 1 and self.mode == "synchronous":
+            self._mark_refresh(state)
 
     def _mark_refresh(self, state) -> None:
         """Have every shard recompute its exact statistics at the next round. A lone
