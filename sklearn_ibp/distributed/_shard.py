@@ -52,7 +52,9 @@ class ShardState:
     and ``cross`` are the shard's own statistics over them. ``cov`` and ``mean`` carry the
     feature posterior from one round to the next only when the shard is alone (then it is
     exactly the serial sampler's state); with several shards the posterior is rebuilt from
-    the broadcast totals every round.
+    the broadcast totals every round. ``compute_seconds`` and ``cpu_seconds`` are the
+    wall and the thread CPU seconds of the shard's last round (the CPU time hardly depends
+    on what else runs on the machine; ``benchmarks/bench_parallel.py`` reads it).
     """
 
     Z: np.ndarray
