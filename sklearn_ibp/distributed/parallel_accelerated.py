@@ -318,10 +318,14 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
     def _message(self, state, *, impute=False) -> RoundMessage:
         st = state.stats
         total = st["total"]
+        # A shard that redraws its own missing entries (asynchronous mode) recomputes its
+        # statistics from its rows every round; without missing entries nothing it keeps
+        # is stale.
+        refresh = bool(st["refresh"]) or (impute and st["missing"] is not None)
         return RoundMessage(
             counts=total["counts"], gram=total["gram"], cross=total["cross"],
             **sweep_settings(self, state),
-            refresh=bool(st["refresh"]) or impute, alone=len(st["shards"]) == 1 and not impute,
+            refresh=refresh, alone=len(st["shards"]) == 1 and not impute,
             impute=impute,
         )
 
