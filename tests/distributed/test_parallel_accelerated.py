@@ -188,8 +188,7 @@ def _rounds_with_sampled_hyperparameters(X, n_shards, n_rounds, seed=0,
         sent.append(solver._message(state, impute=mode == "asynchronous"))
         solver.sweep(state, rng)
         solver.update_state(state, rng)
-    if mode == "asynchronous":
-        solver.close()
+    solver.close()
     return solver, state, rng, sent
 
 
@@ -241,6 +240,7 @@ def test_the_roots_hyperparameter_draw_is_the_serial_conditional(block_data, n_s
         parallel = ParallelAcceleratedIBP(n_shards=n_shards)
         ours = parallel.initialize(X, state.Z.copy(), hyper, np.random.default_rng(0))
         parallel.sweep(ours, np.random.default_rng(0))  # rows move: messages, not rows
+        parallel.close()
         theirs = serial.initialize(X, ours.Z.copy(), hyper, np.random.default_rng(0))
         a = np.random.default_rng(100 + seed)
         b = np.random.default_rng(100 + seed)
