@@ -52,7 +52,9 @@ class ShardState:
     and ``cross`` are the shard's own statistics over them. ``cov`` and ``mean`` carry the
     feature posterior from one round to the next only when the shard is alone (then it is
     exactly the serial sampler's state); with several shards the posterior is rebuilt from
-    the broadcast totals every round.
+    the broadcast totals every round. ``compute_seconds`` and ``cpu_seconds`` are the
+    wall and the thread CPU seconds of the shard's last round (the CPU time hardly depends
+    on what else runs on the machine; ``benchmarks/bench_parallel.py`` reads it).
     """
 
     Z: np.ndarray
@@ -65,6 +67,7 @@ class ShardState:
     cov: np.ndarray | None = None
     mean: np.ndarray | None = None
     compute_seconds: float = 0.0
+    cpu_seconds: float = 0.0
 
 
 @dataclass
@@ -216,7 +219,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         With ``counts``, ``gram``, ``cross`` the shard's own statistics at the end of the
         round, over the (possibly more) features it now knows.
     """
-    start = time.perf_counter()
+    start, start_cpu = time.perf_counter(), time.thread_time()
     X = np.ascontiguousarray(data.current(shard.imputed), dtype=float)
     rng = copy.deepcopy(shard.rng)
     K = shard.Z.shape[1]
@@ -294,6 +297,7 @@ def run_round(data: ShardData, shard: ShardState, message: RoundMessage, token: 
         cov=work["cov"][:K, :K].copy() if message.alone else None,
         mean=work["mean"][:K].copy() if message.alone else None,
         compute_seconds=time.perf_counter() - start,
+        cpu_seconds=time.thread_time() - start_cpu,
     )
 
 

@@ -10,9 +10,17 @@ estimator) has the three phases of sec. 5.1:
   ``Z_p^T Z_p`` and ``Z_p^T X_p``, the information form of eq. 5.1, ``O(K^2 + K D)``),
   which are summed up a binary tree to the root; features no row has any more are dropped
   everywhere, and the totals are broadcast with the next round;
-* **hyperparameter sampling** at the root, by the estimator's usual step: ``alpha``
-  from ``Gamma(1 + K, 1 + H_N)``, ``sigma_a`` from ``sum A^2`` and ``sigma_x`` from the
-  squared residuals, which each shard sums over its rows.
+* **hyperparameter sampling** at the root, by the estimator's usual step, from the
+  statistics the shards just sent: ``A`` from ``p(A | Z, X)`` (the summed information
+  form), ``alpha`` from ``Gamma(1 + K, 1 + H_N)`` (``K`` from the summed counts),
+  ``sigma_x`` from the squared residuals ``sum X^2 - 2 <A, Z^T X> + <A, Z^T Z A>`` and
+  ``sigma_a`` from ``sum A^2``. The new values go to the shards with the next round's
+  totals: no round trip of its own, and no work on the shards (their statistics do not
+  depend on the hyperparameters, and each round rebuilds the feature posterior from the
+  totals at the values it carries). An iteration is therefore the serial sampler's scan
+  in the serial sampler's order, ``Z`` given the hyperparameters, then ``A``, ``alpha``,
+  ``sigma_x`` and ``sigma_a`` each given the others (``A`` is drawn and forgotten), a
+  valid Gibbs scan.
 
 Only the shard holding the token may create features (it appends them after the global
 ones, so feature ``k`` is the same feature on every shard); the token moves on to the next
@@ -310,10 +318,14 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
     def _message(self, state, *, impute=False) -> RoundMessage:
         st = state.stats
         total = st["total"]
+        # A shard that redraws its own missing entries (asynchronous mode) recomputes its
+        # statistics from its rows every round; without missing entries nothing it keeps
+        # is stale.
+        refresh = bool(st["refresh"]) or (impute and st["missing"] is not None)
         return RoundMessage(
             counts=total["counts"], gram=total["gram"], cross=total["cross"],
             **sweep_settings(self, state),
-            refresh=bool(st["refresh"]) or impute, alone=len(st["shards"]) == 1 and not impute,
+            refresh=refresh, alone=len(st["shards"]) == 1 and not impute,
             impute=impute,
         )
 
@@ -531,8 +543,18 @@ class ParallelAcceleratedIBP(AsynchronousRoundsMixin, DistributedSolverMixin, Ba
         self._mark_refresh(state)
 
     def set_hyperparameters(self, state, alpha, sigma_x, sigma_a) -> None:
+        """Take the root's new hyperparameters; they go to the shards with the next round.
+
+        The shards' statistics (``m_k^p``, ``Z_p^T Z_p``, ``Z_p^T X_p``) do not depend on
+        the hyperparameters, and with several shards every round rebuilds the feature
+        posterior from the broadcast totals at the hyperparameters it carries, so nothing
+        else is recomputed: the update costs the shards no work and no round trip. A lone
+        synchronous shard carries its posterior from round to round, and recomputes it
+        here, as the serial sampler's refresh does (bit for bit the same draws).
+        """
         state.alpha, state.sigma_x, state.sigma_a = float(alpha), float(sigma_x), float(sigma_a)
-        self._mark_refresh(state)
+        if len(state.stats["shards"]) == 1 and self.mode == "synchronous":
+            self._mark_refresh(state)
 
     def _mark_refresh(self, state) -> None:
         """Have every shard recompute its exact statistics at the next round. A lone

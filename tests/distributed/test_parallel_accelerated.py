@@ -175,6 +175,84 @@ def replace_shard(shard, K):
                       cross=shard.cross[keep], rng=shard.rng, imputed=shard.imputed)
 
 
+def _rounds_with_sampled_hyperparameters(X, n_shards, n_rounds, seed=0,
+                                         mode="synchronous"):
+    """``n_rounds`` of the estimator's iteration, driven directly: a round, then the root's
+    draw of ``A``, ``alpha``, ``sigma_x`` and ``sigma_a`` (``update_state``)."""
+    solver = ParallelAcceleratedIBP(n_shards=n_shards, mode=mode)
+    rng = np.random.default_rng(seed)
+    Z = sample_ibp(X.shape[0], 2.0, 1.0, rng).astype(np.int8)
+    state = solver.initialize(X, Z, dict(alpha=2.0, beta=1.0, sigma_x=0.7, sigma_a=1.3), rng)
+    sent = []
+    for _ in range(n_rounds):
+        sent.append(solver._message(state, impute=mode == "asynchronous"))
+        solver.sweep(state, rng)
+        solver.update_state(state, rng)
+    solver.close()
+    return solver, state, rng, sent
+
+
+@pytest.mark.parametrize("mode", ["synchronous", "asynchronous"])
+def test_the_hyperparameter_draw_costs_the_shards_no_work_and_statistics_stay_exact(
+        block_data, mode):
+    """Issue 24: with several shards the root's hyperparameter draw goes out with the next
+    round and does not make every shard recompute its statistics (before, each draw set
+    the round's ``refresh``, and every asynchronous round had it); the statistics the
+    shards keep across rounds stay their exact sums (the numerics bar: 1e-8 after 60
+    rounds), and the hyperparameters move."""
+    X = block_data - block_data.mean(axis=0)
+    solver, state, _, sent = _rounds_with_sampled_hyperparameters(X, 2, 60, mode=mode)
+    # The first round rebuilds the shards' statistics from their rows; no later one does,
+    # and each round carries the hyperparameters drawn after the one before.
+    assert sent[0].refresh and not any(m.refresh for m in sent[1:])
+    assert len({m.sigma_x for m in sent}) == len(sent)
+    bounds = state.stats["bounds"]
+    for p, shard in enumerate(state.stats["shards"]):
+        counts, gram, cross = exact_statistics(shard.Z, X[bounds[p]:bounds[p + 1]])
+        np.testing.assert_array_equal(shard.counts, counts)
+        np.testing.assert_array_equal(shard.gram, gram)
+        np.testing.assert_allclose(shard.cross, cross, rtol=0, atol=1e-8)
+    live = state.stats["total"]["counts"] > 0
+    counts, gram, cross = exact_statistics(state.Z, X)
+    total = state.stats["total"]
+    np.testing.assert_array_equal(total["counts"][live], counts)
+    np.testing.assert_allclose(total["cross"][live], cross, rtol=0, atol=1e-8)
+    assert state.n_features > 0
+    # A lone shard still refreshes at once (the serial sampler's draws, bit for bit).
+    _, _, _, sent_alone = _rounds_with_sampled_hyperparameters(X, 1, 3)
+    assert all(m.refresh for m in sent_alone[1:])
+
+
+@pytest.mark.parametrize("n_shards", [2, 3])
+def test_the_roots_hyperparameter_draw_is_the_serial_conditional(block_data, n_shards):
+    """From the shards' summed messages the root draws ``A``, ``alpha``, ``sigma_x`` and
+    ``sigma_a`` from the conditionals the serial sampler uses (Doshi-Velez 2009, sec. 5.1):
+    given the same ``(X, Z)``, hyperparameters and random stream, the same values to 1e-9
+    (the residual sum of squares comes from ``sum X^2 - 2 <A, Z^T X> + <A, Z^T Z A>``
+    instead of the rows)."""
+    X = block_data - block_data.mean(axis=0)
+    _, state, _, _ = _rounds_with_sampled_hyperparameters(X, n_shards, 8, seed=n_shards)
+    serial = AcceleratedIBP(split_merge=0, complement=False)
+    hyper = dict(alpha=state.alpha, beta=state.beta, sigma_x=state.sigma_x,
+                 sigma_a=state.sigma_a)
+    reference = serial.initialize(X, state.Z.copy(), hyper, np.random.default_rng(0))
+    for seed in range(5):
+        parallel = ParallelAcceleratedIBP(n_shards=n_shards)
+        ours = parallel.initialize(X, state.Z.copy(), hyper, np.random.default_rng(0))
+        parallel.sweep(ours, np.random.default_rng(0))  # rows move: messages, not rows
+        parallel.close()
+        theirs = serial.initialize(X, ours.Z.copy(), hyper, np.random.default_rng(0))
+        a = np.random.default_rng(100 + seed)
+        b = np.random.default_rng(100 + seed)
+        parallel.update_state(ours, a, precision_prior_rate=0.7)
+        serial.update_state(theirs, b, precision_prior_rate=0.7)
+        for name in ("alpha", "sigma_x", "sigma_a"):
+            np.testing.assert_allclose(getattr(ours, name), getattr(theirs, name),
+                                       rtol=1e-9, err_msg=name)
+        assert a.bit_generator.state == b.bit_generator.state
+    assert reference.n_features == state.n_features
+
+
 def test_tree_sum_is_the_sum():
     values = [np.full(3, float(i)) for i in range(7)]
     np.testing.assert_array_equal(tree_sum(values), np.full(3, 21.0))
@@ -296,7 +374,8 @@ def dask_cluster():
 
 def test_dask_gives_the_thread_result(block_data, dask_cluster):
     _, client = dask_cluster
-    settings = dict(n_iter=12, random_state=0)
+    # The default: hyperparameters drawn at the root and sent with the next round.
+    settings = dict(n_iter=12, random_state=0, sample_hyperparameters=True)
     for mode in ("synchronous", "asynchronous"):
         solver = ParallelAcceleratedIBP(n_shards=3, sweeps_per_sync=2, mode=mode)
         threads = IBPFactorAnalysis(solver=solver, **settings).fit(block_data)
