@@ -41,9 +41,15 @@ def draw_link(cum_row, rng):
 
 
 @njit(cache=True)
-def _remove_column_stats(Minv, G, k, n_features, col):
-    """Turn ``Minv, G`` into those of the model without column ``k`` (row and column ``k``
-    are left as zeros)."""
+def _remove_column_stats(Minv, G, k, n_features, col, R, Gk):
+    """Write into ``R, Gk`` the ``Minv, G`` of the model without column ``k`` (row and
+    column ``k`` zero) on the indices ``< n_features``.
+
+    ``R, Gk`` may be ``Minv, G`` themselves (in place): every entry is read before it is
+    written, so both give the same numbers. The link sweep writes into separate arrays,
+    which saves it a copy of ``Minv, G`` per dish (and the loops that a first fit would
+    compile for it, issue 22).
+    """
     K = n_features
     mkk = Minv[k, k]
     for a in range(K):
@@ -51,15 +57,15 @@ def _remove_column_stats(Minv, G, k, n_features, col):
     for a in range(K):
         f = col[a] / mkk
         for j in range(K):
-            Minv[a, j] -= f * col[j]
+            R[a, j] = Minv[a, j] - f * col[j]
         if a != k:
             for d in range(G.shape[1]):
-                G[a, d] -= f * G[k, d]
+                Gk[a, d] = G[a, d] - f * G[k, d]
     for d in range(G.shape[1]):
-        G[k, d] = 0.0
+        Gk[k, d] = 0.0
     for a in range(K):
-        Minv[a, k] = 0.0
-        Minv[k, a] = 0.0
+        R[a, k] = 0.0
+        R[k, a] = 0.0
 
 
 @njit(cache=True)
@@ -79,7 +85,8 @@ def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
             acc += Minv[a, j] * b[j]
         v[a] = acc if a != k else 0.0
         s -= b[a] * v[a]
-    s = max(s, 1e-12 * ratio)
+    floor = 1e-12 * ratio
+    s = floor if floor > s else s  # max(s, floor), without compiling max
     for d in range(D):
         u = zX[d]
         for a in range(K):
@@ -386,6 +393,11 @@ def sweep_connections(
     kernel(X, Z, links, owners, np.int64(n_features), proximity, proximity_t, cum_proximity,
            Minv, G, cross, float(sigma_x), float(sigma_a), rng, R, Gk, vec_cap, vec_d, nz,
            idx, reach)
+    if not metropolis and n_features % 2 == 1:
+        # The Gibbs kernel leaves the full model in (R, Gk) after an odd number of dishes.
+        K = n_features
+        Minv[:K, :K] = R[:K, :K]
+        G[:K] = Gk[:K]
 
 
 @njit(cache=True, inline="always")
@@ -396,12 +408,7 @@ def _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX, members,
     number of the dish's rows and ``b^T R b`` (``R b`` and ``u`` are written)."""
     N = Z.shape[0]
     D = Gk.shape[1]
-    for a in range(K):
-        for j in range(K):
-            R[a, j] = Minv[a, j]
-        for d in range(D):
-            Gk[a, d] = G[a, d]
-    _remove_column_stats(R, Gk, k, K, col)
+    _remove_column_stats(Minv, G, k, K, col, R, Gk)
     for j in range(K):
         b[j] = 0.0
     for d in range(D):
@@ -490,23 +497,25 @@ def _sweep_links_gibbs(
     head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
     upstream, members, where = idx[4], idx[5], idx[6]
     mark = 0
+    # The full model and the model without the dish's column trade places after each
+    # dish (no copy between them): after dish k the full model is in (R, Gk) when k is
+    # even, so in (Minv, G) at the end when K is even (the caller copies it back when not).
+    full_M, full_G, part_M, part_G = Minv, G, R, Gk
     for k in range(K):
         owner = owners[k]
         row = links[k]
         # R, Gk: the model without column k; b = Z_{-k}^T z and z^T X of the column; the
         # dish's rows; the links' reverse adjacency (the owner's own link left out).
-        for a in range(K):
-            for j in range(K):
-                R[a, j] = Minv[a, j]
-            for d in range(D):
-                Gk[a, d] = G[a, d]
-        _remove_column_stats(R, Gk, k, K, col)
+        R, Gk = part_M, part_G
+        _remove_column_stats(full_M, full_G, k, K, col, R, Gk)
         for j in range(K):
             b[j] = 0.0
         for d in range(D):
             zX[d] = cross[k, d]
         n_members = 0
         for m in range(N):
+            head[m] = -1
+            reach[m] = 0.0
             if Z[m, k]:
                 members[n_members] = m
                 where[m] = n_members
@@ -516,8 +525,6 @@ def _sweep_links_gibbs(
             else:
                 where[m] = -1
         b[k] = 0.0
-        for j in range(N):
-            head[j] = -1
         for j in range(N - 1, -1, -1):
             if j != owner:
                 parent = row[j]
@@ -533,10 +540,8 @@ def _sweep_links_gibbs(
         stale = True
         bRb = 0.0
         score = 0.0
-        # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
-        # (proximity_t is A transposed: a row of it is a column of A).
-        for i in range(N):
-            reach[i] = 0.0
+        # reach[i] = sum of a_ij over the dish's rows (zeroed above), kept up to date as
+        # rows switch (proximity_t is A transposed: a row of it is a column of A).
         for t in range(n_members):
             col_m = proximity_t[members[t]]
             for i in range(N):
@@ -765,13 +770,9 @@ def _sweep_links_gibbs(
                 stale = True
             for t in range(n_delta):
                 delta[nz[t]] = 0.0
-        # The column's new statistics back into the full model.
-        for a in range(K):
-            for j in range(K):
-                Minv[a, j] = R[a, j]
-            for d in range(D):
-                G[a, d] = Gk[a, d]
-        _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
+        # The column's new statistics into the model without it, which becomes the full one.
+        _insert_column_stats(R, Gk, cross, k, K, count, b, zX, ratio, col)
+        full_M, full_G, part_M, part_G = R, Gk, full_M, full_G
 
 
 @njit(cache=True)
@@ -1073,7 +1074,7 @@ def sweep_ownership(
                     break
             log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
-                _remove_column_stats(Minv, G, k, K, col)
+                _remove_column_stats(Minv, G, k, K, col, Minv, G)
                 last = K - 1
                 if k != last:
                     for a in range(K):
