@@ -492,6 +492,8 @@ def _sweep_links_gibbs(
     """
     N, D = X.shape
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    floor = 1e-12 * ratio  # the least s of a column (as in _insert_column_stats)
+    neg_inf = -np.inf
     col, b, Rb, delta = vec_cap[0], vec_cap[1], vec_cap[2], vec_cap[3]
     zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
     head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
@@ -567,11 +569,10 @@ def _sweep_links_gibbs(
                 # (their indices go to nz; entry k of b is ignored).
                 n_nz = 0
                 for a in range(K):
-                    if a != k and b[a] != 0.0:
+                    Rb[a] = 0.0
+                    if (a != k) & (b[a] != 0.0):
                         nz[n_nz] = a
                         n_nz += 1
-                for a in range(K):
-                    Rb[a] = 0.0
                 for d in range(D):
                     u[d] = zX[d]
                 for t in range(n_nz):
@@ -585,7 +586,8 @@ def _sweep_links_gibbs(
                 for t in range(n_nz):
                     bRb += b[nz[t]] * Rb[nz[t]]
                 # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
-                s = max(count + ratio - bRb, 1e-12 * ratio)
+                s = count + ratio - bRb
+                s = floor if floor > s else s  # max(s, floor)
                 unorm = 0.0
                 for d in range(D):
                     unorm += u[d] * u[d]
@@ -609,7 +611,7 @@ def _sweep_links_gibbs(
                         n_up += 1
                     c = nxt[c]
             on = Z[i, k]
-            sign = -1.0 if on else 1.0
+            sign = 1.0 - 2.0 * on  # -1 when i has the dish, else 1
             count_alt = count + sign * n_up
             # After the cut, exactly the rows that had the dish and are not upstream of i
             # still reach the owner.
@@ -632,7 +634,7 @@ def _sweep_links_gibbs(
             if exact_not:
                 p_not = 0.0
                 for j in range(N):
-                    if Z[j, k] == 0 or stamp[j] == mark:
+                    if (Z[j, k] == 0) | (stamp[j] == mark):
                         p_not += prox[j]
             # The column with z_k switched on the upstream rows: b changes by
             # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
@@ -644,7 +646,7 @@ def _sweep_links_gibbs(
             for q in range(n_up):
                 m = upstream[q]
                 for j in range(K):
-                    if Z[m, j] and j != k:
+                    if (Z[m, j] != 0) & (j != k):
                         if delta[j] == 0.0:
                             nz[n_delta] = j
                             n_delta += 1
@@ -663,7 +665,8 @@ def _sweep_links_gibbs(
                 dRd += da * acc
                 for d in range(D):
                     u_alt[d] -= da * Gk[a, d]
-            s = max(count_alt + ratio - (bRb + 2.0 * dRb + dRd), 1e-12 * ratio)
+            s = count_alt + ratio - (bRb + 2.0 * dRb + dRd)
+            s = floor if floor > s else s
             unorm = 0.0
             for d in range(D):
                 unorm += u_alt[d] * u_alt[d]
@@ -672,9 +675,9 @@ def _sweep_links_gibbs(
                 log_on, log_off = score, score_alt
             else:
                 log_on, log_off = score_alt, score
-            w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
-            w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
-            best = max(w_on, w_off)
+            w_on = math.log(p_reach) + log_on if p_reach > 0 else neg_inf
+            w_off = math.log(p_not) + log_off if p_not > 0 else neg_inf
+            best = w_off if w_off > w_on else w_on  # max(w_on, w_off)
             e_on = math.exp(w_on - best)
             p_on = e_on / (e_on + math.exp(w_off - best))
             new_on = 1 if rng.random() < p_on else 0
@@ -699,7 +702,7 @@ def _sweep_links_gibbs(
                             hi = mid
                         else:
                             lo = mid + 1
-                    if (Z[lo, k] == 1 and stamp[lo] != mark) == (new_on == 1):
+                    if ((Z[lo, k] == 1) & (stamp[lo] != mark)) == (new_on == 1):
                         chosen = lo
                         break
             if chosen < 0:
@@ -712,13 +715,13 @@ def _sweep_links_gibbs(
                     if not exact_not:
                         side_mass = 0.0
                         for j in range(N):
-                            if Z[j, k] == 0 or stamp[j] == mark:
+                            if (Z[j, k] == 0) | (stamp[j] == mark):
                                 side_mass += prox[j]
                 target = rng.random() * side_mass
                 acc = 0.0
                 for t in range(n_candidates):
                     j = members[t] if new_on == 1 else t
-                    if (Z[j, k] == 1 and stamp[j] != mark) == (new_on == 1):
+                    if ((Z[j, k] == 1) & (stamp[j] != mark)) == (new_on == 1):
                         acc += prox[j]
                         chosen = j
                         if acc > target:
@@ -743,15 +746,12 @@ def _sweep_links_gibbs(
                 row[i] = chosen
             if new_on != on:
                 count = count_alt
-                for t in range(n_delta):
-                    b[nz[t]] += delta[nz[t]]
-                for q in range(n_up):
-                    col_m = proximity_t[upstream[q]]
-                    for j in range(N):
-                        reach[j] += sign * col_m[j]
-                # z_k switched on the upstream rows, z^T X and the dish's rows kept.
+                # z_k switched on the upstream rows, reach, z^T X and the dish's rows kept.
                 for q in range(n_up):
                     m = upstream[q]
+                    col_m = proximity_t[m]
+                    for j in range(N):
+                        reach[j] += sign * col_m[j]
                     for d in range(D):
                         zX[d] += sign * X[m, d]
                     Z[m, k] = new_on
@@ -768,8 +768,12 @@ def _sweep_links_gibbs(
                         where[m] = -1
                 # Recomputed rather than updated, so no rounding builds up within a dish.
                 stale = True
+            # b takes delta when the rows switched; delta back to zero.
             for t in range(n_delta):
-                delta[nz[t]] = 0.0
+                a = nz[t]
+                if new_on != on:
+                    b[a] += delta[a]
+                delta[a] = 0.0
         # The column's new statistics into the model without it, which becomes the full one.
         _insert_column_stats(R, Gk, cross, k, K, count, b, zX, ratio, col)
         full_M, full_G, part_M, part_G = R, Gk, full_M, full_G
