@@ -898,6 +898,7 @@ def sweep_ownership(
     K = n_features
     cap = Minv.shape[0]
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    floor = 1e-12 * ratio  # the least s of a column (as in _insert_column_stats)
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
     b, col = vec_cap[0], vec_cap[1]
     new_links, path = idx[0], idx[1]
@@ -918,19 +919,14 @@ def sweep_ownership(
             if K >= max_features:
                 continue  # the prior is truncated to max_features dishes: rejected
             avoid = weight > 0.0 and rng.random() < weight
-            for j in range(K):
-                b[j] = 0.0
-            for d in range(D):
-                zX[d] = 0.0
-            if avoid:
-                # z = e_i: the links are drawn below, only if the dish is accepted.
-                count = 1.0
-                for j in range(K):
-                    b[j] = Z[i, j]
-                for d in range(D):
-                    zX[d] = X[i, d]
-                log_ratio = log_ratio_alone
-            else:
+            # reach_state[m] == 1 marks the rows of the proposed column: i alone when the
+            # links avoid i (z = e_i: they are drawn below, only if the dish is accepted),
+            # else the customers whose path along the prior links reaches i.
+            for m in range(N):
+                reach_state[m] = 0
+            reach_state[i] = 1
+            log_ratio = log_ratio_alone
+            if not avoid:
                 # Links from the prior (a binary search in each row of cum_proximity).
                 for j in range(N):
                     cum_row = cum_proximity[j]
@@ -947,9 +943,6 @@ def sweep_ownership(
                 # Who reaches i along the new links (the walk of reachability_into in
                 # priors/_ddibp_kernels.py: 0 unknown, 1 reaches i, 2 does not, 3 on the
                 # path being followed; i's own link ignored), each customer visited once.
-                for m in range(N):
-                    reach_state[m] = 0
-                reach_state[i] = 1
                 for first in range(N):
                     if reach_state[first] != 0:
                         continue
@@ -963,19 +956,23 @@ def sweep_ownership(
                     verdict = 1 if reach_state[j] == 1 else 2
                     for p in range(length):
                         reach_state[path[p]] = verdict
-                count = 0.0
-                for m in range(N):
-                    if reach_state[m] == 1:
-                        count += 1.0
-                        for j in range(K):
-                            b[j] += Z[m, j]
-                        for d in range(D):
-                            zX[d] += X[m, d]
-                log_ratio = log_ratio_alone
                 for j in range(N):
-                    if j != i and new_links[j] == i:
+                    if (j != i) & (new_links[j] == i):
                         log_ratio = log_ratio_linked
                         break
+            # The column's statistics: count = z^T z, b = Z^T z, z^T X.
+            for j in range(K):
+                b[j] = 0.0
+            for d in range(D):
+                zX[d] = 0.0
+            count = 0.0
+            for m in range(N):
+                if reach_state[m] == 1:
+                    count += 1.0
+                    for j in range(K):
+                        b[j] += Z[m, j]
+                    for d in range(D):
+                        zX[d] += X[m, d]
             # -D/2 log s + |u|^2 / (2 s_x^2 s) of the column (count, b, zX) added to the
             # model, s = count + r - b^T M^{-1} b, u = z^T X - G^T b (entries where b is
             # nonzero only).
@@ -987,7 +984,7 @@ def sweep_ownership(
                 for j in range(K):
                     acc += Minv[a, j] * b[j]
                 s -= b[a] * acc
-            s = max(s, 1e-12 * ratio)
+            s = floor if floor > s else s  # max(s, floor)
             unorm = 0.0
             for d in range(D):
                 v = zX[d]
@@ -1044,14 +1041,9 @@ def sweep_ownership(
                                             break
                                 break
                         new_links[j] = lo
-                    for m in range(N):
-                        Z[m, K] = 0
-                        links[K, m] = new_links[m]
-                    Z[i, K] = 1
-                else:
-                    for m in range(N):
-                        Z[m, K] = 1 if reach_state[m] == 1 else 0
-                        links[K, m] = new_links[m]
+                for m in range(N):
+                    Z[m, K] = 1 if reach_state[m] == 1 else 0
+                    links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1
         else:
@@ -1073,32 +1065,30 @@ def sweep_ownership(
             delta -= column_offset
             log_ratio = log_ratio_alone
             for j in range(N):
-                if j != i and links[k, j] == i:
+                if (j != i) & (links[k, j] == i):
                     log_ratio = log_ratio_linked
                     break
             log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
                 _remove_column_stats(Minv, G, k, K, col, Minv, G)
+                # The last dish moves into k's place (no-op copies when k is the last).
                 last = K - 1
-                if k != last:
-                    for a in range(K):
-                        Minv[k, a] = Minv[last, a]
-                        Minv[a, k] = Minv[a, last]
-                    Minv[k, k] = Minv[last, last]
-                    for d in range(D):
-                        G[k, d] = G[last, d]
-                        cross[k, d] = cross[last, d]
-                    for m in range(N):
-                        Z[m, k] = Z[m, last]
-                        links[k, m] = links[last, m]
-                    owners[k] = owners[last]
+                for a in range(K):
+                    Minv[k, a] = Minv[last, a]
+                    Minv[a, k] = Minv[a, last]
+                Minv[k, k] = Minv[last, last]
                 for a in range(K):
                     Minv[last, a] = 0.0
                     Minv[a, last] = 0.0
                 for d in range(D):
+                    G[k, d] = G[last, d]
+                    cross[k, d] = cross[last, d]
                     G[last, d] = 0.0
                     cross[last, d] = 0.0
                 for m in range(N):
+                    Z[m, k] = Z[m, last]
+                    links[k, m] = links[last, m]
                     Z[m, last] = 0
+                owners[k] = owners[last]
                 K = last
     return K, N
