@@ -40,7 +40,7 @@ def draw_link(cum_row, rng):
     return lo
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _remove_column_stats(Minv, G, k, n_features, col, R, Gk):
     """Write into ``R, Gk`` the ``Minv, G`` of the model without column ``k`` (row and
     column ``k`` zero) on the indices ``< n_features``.
@@ -68,7 +68,7 @@ def _remove_column_stats(Minv, G, k, n_features, col, R, Gk):
         R[k, a] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
     """Set column ``k`` of the model to the column with statistics ``(count, b, zX)``.
 
@@ -476,7 +476,7 @@ def _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col):
     _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _sweep_links_gibbs(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
@@ -779,7 +779,7 @@ def _sweep_links_gibbs(
         full_M, full_G, part_M, part_G = R, Gk, full_M, full_G
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _sweep_links_metropolis(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
@@ -854,7 +854,7 @@ def _sweep_links_metropolis(
 _MAX_LINK_REJECTIONS = 1000
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def sweep_ownership(
     X, Z, links, owners, n_features, cum_proximity, log_no_link, mu, Minv, G, cross,
     sigma_x, sigma_a, own_weight, max_features, start, rng, vec_cap, zX, idx, reach_state,
@@ -1049,14 +1049,17 @@ def sweep_ownership(
         else:
             if lam == 0:
                 continue
-            pick = int(rng.random() * lam)
+            # The int(u * lam)-th of i's dishes (u uniform): the first whose rank r (from
+            # 1) has u * lam < r, written without int(), which a first fit would compile.
+            x = rng.random() * lam
+            rank = 0.0
             k = -1
             for j in range(K):
                 if owners[j] == i:
-                    if pick == 0:
+                    rank += 1.0
+                    if x < rank:
                         k = j
                         break
-                    pick -= 1
             mkk = Minv[k, k]
             gnorm = 0.0
             for d in range(D):
