@@ -690,7 +690,7 @@ def _sweep_links_gibbs(
             if new_on == 1:
                 by_rejection = p_reach >= 0.0625 * row_mass
             else:
-                by_rejection = not exact_not and p_not >= 0.0625 * row_mass
+                by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
             if by_rejection:
                 for _ in range(64):
                     x = rng.random() * row_mass
@@ -953,7 +953,7 @@ def sweep_ownership(
                         path[length] = j
                         length += 1
                         j = new_links[j]
-                    verdict = 1 if reach_state[j] == 1 else 2
+                    verdict = 2 - (reach_state[j] == 1)  # 1 reaches i, 2 does not
                     for p in range(length):
                         reach_state[path[p]] = verdict
                 for j in range(N):
@@ -1026,23 +1026,17 @@ def sweep_ownership(
                             if j == i or lo != i:
                                 break
                             if tries > _MAX_LINK_REJECTIONS:
-                                # x landed on i's edge by rounding: the next target with
-                                # mass
-                                found = False
-                                for t in range(i + 1, N):
-                                    if cum_row[t] > cum_row[i]:
+                                # x landed on i's edge by rounding: the first target with
+                                # mass after i, else the last one before i.
+                                for step in range(1, N):
+                                    t = i + step if step < N - i else N - 1 - step
+                                    if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
                                         lo = t
-                                        found = True
                                         break
-                                if not found:
-                                    for t in range(i - 1, -1, -1):
-                                        if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
-                                            lo = t
-                                            break
                                 break
                         new_links[j] = lo
                 for m in range(N):
-                    Z[m, K] = 1 if reach_state[m] == 1 else 0
+                    Z[m, K] = reach_state[m] == 1
                     links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1
