@@ -551,146 +551,141 @@ def _sweep_links_gibbs(
         for i in range(N):
             cum_row = cum_proximity[i]
             row_mass = cum_row[N - 1]
-            if i == owner:
-                # The owner's own link, from its prior row (binary search in cum_row).
-                x = rng.random() * row_mass
-                lo = 0
-                hi = N - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if cum_row[mid] > x:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                row[i] = lo
-                continue
-            if stale:
-                # R is symmetric, so R b is summed over the rows of R where b is nonzero
-                # (their indices go to nz; entry k of b is ignored).
-                n_nz = 0
-                for a in range(K):
-                    Rb[a] = 0.0
-                    if (a != k) & (b[a] != 0.0):
-                        nz[n_nz] = a
-                        n_nz += 1
-                for d in range(D):
-                    u[d] = zX[d]
-                for t in range(n_nz):
-                    c = nz[t]
-                    bc = b[c]
+            is_owner = i == owner
+            if is_owner:
+                # The owner's own link, from its prior row: the first draw of the
+                # rejection loop below, whatever its target (the owner's link changes no
+                # row of Z and is in no child list).
+                by_rejection = True
+                new_on = 0
+            else:
+                if stale:
+                    # R is symmetric, so R b is summed over the rows of R where b is nonzero
+                    # (their indices go to nz; entry k of b is ignored).
+                    n_nz = 0
                     for a in range(K):
-                        Rb[a] += bc * R[c, a]
+                        Rb[a] = 0.0
+                        if (a != k) & (b[a] != 0.0):
+                            nz[n_nz] = a
+                            n_nz += 1
                     for d in range(D):
-                        u[d] -= bc * Gk[c, d]
-                bRb = 0.0
-                for t in range(n_nz):
-                    bRb += b[nz[t]] * Rb[nz[t]]
-                # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
-                s = count + ratio - bRb
-                s = floor if floor > s else s  # max(s, floor)
+                        u[d] = zX[d]
+                    for t in range(n_nz):
+                        c = nz[t]
+                        bc = b[c]
+                        for a in range(K):
+                            Rb[a] += bc * R[c, a]
+                        for d in range(D):
+                            u[d] -= bc * Gk[c, d]
+                    bRb = 0.0
+                    for t in range(n_nz):
+                        bRb += b[nz[t]] * Rb[nz[t]]
+                    # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
+                    s = count + ratio - bRb
+                    s = floor if floor > s else s  # max(s, floor)
+                    unorm = 0.0
+                    for d in range(D):
+                        unorm += u[d] * u[d]
+                    score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+                    stale = False
+                # Customers whose path runs through i, with i's link cut (stamp == mark): a
+                # breadth-first walk over the customers linking to each one found; i's own
+                # link is never followed and the owner is in no child list.
+                mark += 1
+                stamp[i] = mark
+                upstream[0] = i
+                n_up = 1
+                q = 0
+                while q < n_up:
+                    c = head[upstream[q]]
+                    q += 1
+                    while c >= 0:
+                        if stamp[c] != mark:
+                            stamp[c] = mark
+                            upstream[n_up] = c
+                            n_up += 1
+                        c = nxt[c]
+                on = Z[i, k]
+                sign = 1.0 - 2.0 * on  # -1 when i has the dish, else 1
+                count_alt = count + sign * n_up
+                # After the cut, exactly the rows that had the dish and are not upstream of i
+                # still reach the owner.
+                prox = proximity[i]
+                # The dish's rows less those upstream of i (all of them are the dish's rows
+                # when i has it; none when it does not); a sum that lost digits to
+                # cancellation is done again over the dish's rows.
+                p_reach = reach[i]
+                if on:
+                    for q in range(n_up):
+                        p_reach -= prox[upstream[q]]
+                if not (p_reach > 1e-9 * row_mass):
+                    p_reach = 0.0
+                    for t in range(n_members):
+                        j = members[t]
+                        if stamp[j] != mark:
+                            p_reach += prox[j]
+                p_not = row_mass - p_reach
+                exact_not = not (p_not >= 1e-6 * row_mass)
+                if exact_not:
+                    p_not = 0.0
+                    for j in range(N):
+                        if (Z[j, k] == 0) | (stamp[j] == mark):
+                            p_not += prox[j]
+                # The column with z_k switched on the upstream rows: b changes by
+                # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
+                # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
+                # and u_alt = u + sign * sum_m X[m] - G^T delta.
+                n_delta = 0
+                for d in range(D):
+                    u_alt[d] = u[d]
+                for q in range(n_up):
+                    m = upstream[q]
+                    for j in range(K):
+                        if (Z[m, j] != 0) & (j != k):
+                            if delta[j] == 0.0:
+                                nz[n_delta] = j
+                                n_delta += 1
+                            delta[j] += sign
+                    for d in range(D):
+                        u_alt[d] += sign * X[m, d]
+                dRb = 0.0
+                dRd = 0.0
+                for t in range(n_delta):
+                    a = nz[t]
+                    da = delta[a]
+                    dRb += da * Rb[a]
+                    acc = 0.0
+                    for q in range(n_delta):
+                        acc += R[a, nz[q]] * delta[nz[q]]
+                    dRd += da * acc
+                    for d in range(D):
+                        u_alt[d] -= da * Gk[a, d]
+                s = count_alt + ratio - (bRb + 2.0 * dRb + dRd)
+                s = floor if floor > s else s
                 unorm = 0.0
                 for d in range(D):
-                    unorm += u[d] * u[d]
-                score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-                stale = False
-            # Customers whose path runs through i, with i's link cut (stamp == mark): a
-            # breadth-first walk over the customers linking to each one found; i's own
-            # link is never followed and the owner is in no child list.
-            mark += 1
-            stamp[i] = mark
-            upstream[0] = i
-            n_up = 1
-            q = 0
-            while q < n_up:
-                c = head[upstream[q]]
-                q += 1
-                while c >= 0:
-                    if stamp[c] != mark:
-                        stamp[c] = mark
-                        upstream[n_up] = c
-                        n_up += 1
-                    c = nxt[c]
-            on = Z[i, k]
-            sign = 1.0 - 2.0 * on  # -1 when i has the dish, else 1
-            count_alt = count + sign * n_up
-            # After the cut, exactly the rows that had the dish and are not upstream of i
-            # still reach the owner.
-            prox = proximity[i]
-            # The dish's rows less those upstream of i (all of them are the dish's rows
-            # when i has it; none when it does not); a sum that lost digits to
-            # cancellation is done again over the dish's rows.
-            p_reach = reach[i]
-            if on:
-                for q in range(n_up):
-                    p_reach -= prox[upstream[q]]
-            if not (p_reach > 1e-9 * row_mass):
-                p_reach = 0.0
-                for t in range(n_members):
-                    j = members[t]
-                    if stamp[j] != mark:
-                        p_reach += prox[j]
-            p_not = row_mass - p_reach
-            exact_not = not (p_not >= 1e-6 * row_mass)
-            if exact_not:
-                p_not = 0.0
-                for j in range(N):
-                    if (Z[j, k] == 0) | (stamp[j] == mark):
-                        p_not += prox[j]
-            # The column with z_k switched on the upstream rows: b changes by
-            # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
-            # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
-            # and u_alt = u + sign * sum_m X[m] - G^T delta.
-            n_delta = 0
-            for d in range(D):
-                u_alt[d] = u[d]
-            for q in range(n_up):
-                m = upstream[q]
-                for j in range(K):
-                    if (Z[m, j] != 0) & (j != k):
-                        if delta[j] == 0.0:
-                            nz[n_delta] = j
-                            n_delta += 1
-                        delta[j] += sign
-                for d in range(D):
-                    u_alt[d] += sign * X[m, d]
-            dRb = 0.0
-            dRd = 0.0
-            for t in range(n_delta):
-                a = nz[t]
-                da = delta[a]
-                dRb += da * Rb[a]
-                acc = 0.0
-                for q in range(n_delta):
-                    acc += R[a, nz[q]] * delta[nz[q]]
-                dRd += da * acc
-                for d in range(D):
-                    u_alt[d] -= da * Gk[a, d]
-            s = count_alt + ratio - (bRb + 2.0 * dRb + dRd)
-            s = floor if floor > s else s
-            unorm = 0.0
-            for d in range(D):
-                unorm += u_alt[d] * u_alt[d]
-            score_alt = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-            if on:
-                log_on, log_off = score, score_alt
-            else:
-                log_on, log_off = score_alt, score
-            w_on = math.log(p_reach) + log_on if p_reach > 0 else neg_inf
-            w_off = math.log(p_not) + log_off if p_not > 0 else neg_inf
-            best = w_off if w_off > w_on else w_on  # max(w_on, w_off)
-            e_on = math.exp(w_on - best)
-            p_on = e_on / (e_on + math.exp(w_off - best))
-            new_on = 1 if rng.random() < p_on else 0
-            # The link itself, within the chosen side, in proportion to a_ij: by rejection
-            # from the whole row (O(log N) a try) when the side holds at least 1/16 of its
-            # mass (up to 64 tries), else (or when they fail) by a pass over the side's
-            # candidates (the dish's rows for the reaching side, in the order p_reach was
-            # summed, so the pass ends on a target of positive proximity).
+                    unorm += u_alt[d] * u_alt[d]
+                score_alt = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+                if on:
+                    log_on, log_off = score, score_alt
+                else:
+                    log_on, log_off = score_alt, score
+                w_on = math.log(p_reach) + log_on if p_reach > 0 else neg_inf
+                w_off = math.log(p_not) + log_off if p_not > 0 else neg_inf
+                best = w_off if w_off > w_on else w_on  # max(w_on, w_off)
+                e_on = math.exp(w_on - best)
+                p_on = e_on / (e_on + math.exp(w_off - best))
+                new_on = 1 if rng.random() < p_on else 0
+                # The link itself, within the chosen side, in proportion to a_ij: by rejection
+                # from the whole row (O(log N) a try) when the side holds at least 1/16 of its
+                # mass (up to 64 tries), else (or when they fail) by a pass over the side's
+                # candidates (the dish's rows for the reaching side, in the order p_reach was
+                # summed, so the pass ends on a target of positive proximity).
+                if new_on == 1:
+                    by_rejection = p_reach >= 0.0625 * row_mass
+                else:
+                    by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
             chosen = -1
-            if new_on == 1:
-                by_rejection = p_reach >= 0.0625 * row_mass
-            else:
-                by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
             if by_rejection:
                 for _ in range(64):
                     x = rng.random() * row_mass
@@ -702,9 +697,12 @@ def _sweep_links_gibbs(
                             hi = mid
                         else:
                             lo = mid + 1
-                    if ((Z[lo, k] == 1) & (stamp[lo] != mark)) == (new_on == 1):
+                    if is_owner | (((Z[lo, k] == 1) & (stamp[lo] != mark)) == (new_on == 1)):
                         chosen = lo
                         break
+            if is_owner:
+                row[i] = chosen
+                continue
             if chosen < 0:
                 if new_on == 1:
                     side_mass = p_reach
