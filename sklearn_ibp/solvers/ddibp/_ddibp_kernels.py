@@ -481,7 +481,9 @@ def _sweep_links_gibbs(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
 ):
-    """The Gibbs link updates of :func:`sweep_connections` (work arrays given).
+    """The Gibbs link updates of :func:`sweep_connections` (work arrays given). The
+    model without a dish's column is written into ``R, Gk``, which then trade places with
+    ``Minv, G``: after an odd number of dishes the full model is left in ``R, Gk``.
 
     One kernel body: the steps the Metropolis kernel takes from small helpers (the dish's
     set-up, the upstream walk, the side masses, the scores, the draw within a side, the
