@@ -40,10 +40,16 @@ def draw_link(cum_row, rng):
     return lo
 
 
-@njit(cache=True)
-def _remove_column_stats(Minv, G, k, n_features, col):
-    """Turn ``Minv, G`` into those of the model without column ``k`` (row and column ``k``
-    are left as zeros)."""
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _remove_column_stats(Minv, G, k, n_features, col, R, Gk):
+    """Write into ``R, Gk`` the ``Minv, G`` of the model without column ``k`` (row and
+    column ``k`` zero) on the indices ``< n_features``.
+
+    ``R, Gk`` may be ``Minv, G`` themselves (in place): every entry is read before it is
+    written, so both give the same numbers. The link sweep writes into separate arrays,
+    which saves it a copy of ``Minv, G`` per dish (and the loops that a first fit would
+    compile for it, issue 22).
+    """
     K = n_features
     mkk = Minv[k, k]
     for a in range(K):
@@ -51,18 +57,18 @@ def _remove_column_stats(Minv, G, k, n_features, col):
     for a in range(K):
         f = col[a] / mkk
         for j in range(K):
-            Minv[a, j] -= f * col[j]
+            R[a, j] = Minv[a, j] - f * col[j]
         if a != k:
             for d in range(G.shape[1]):
-                G[a, d] -= f * G[k, d]
+                Gk[a, d] = G[a, d] - f * G[k, d]
     for d in range(G.shape[1]):
-        G[k, d] = 0.0
+        Gk[k, d] = 0.0
     for a in range(K):
-        Minv[a, k] = 0.0
-        Minv[k, a] = 0.0
+        R[a, k] = 0.0
+        R[k, a] = 0.0
 
 
-@njit(cache=True)
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
 def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
     """Set column ``k`` of the model to the column with statistics ``(count, b, zX)``.
 
@@ -79,7 +85,8 @@ def _insert_column_stats(Minv, G, cross, k, n_features, count, b, zX, ratio, v):
             acc += Minv[a, j] * b[j]
         v[a] = acc if a != k else 0.0
         s -= b[a] * v[a]
-    s = max(s, 1e-12 * ratio)
+    floor = 1e-12 * ratio
+    s = floor if floor > s else s  # max(s, floor), without compiling max
     for d in range(D):
         u = zX[d]
         for a in range(K):
@@ -386,6 +393,11 @@ def sweep_connections(
     kernel(X, Z, links, owners, np.int64(n_features), proximity, proximity_t, cum_proximity,
            Minv, G, cross, float(sigma_x), float(sigma_a), rng, R, Gk, vec_cap, vec_d, nz,
            idx, reach)
+    if not metropolis and n_features % 2 == 1:
+        # The Gibbs kernel leaves the full model in (R, Gk) after an odd number of dishes.
+        K = n_features
+        Minv[:K, :K] = R[:K, :K]
+        G[:K] = Gk[:K]
 
 
 @njit(cache=True, inline="always")
@@ -396,12 +408,7 @@ def _begin_dish(k, Z, row, owner, K, Minv, G, cross, R, Gk, col, b, zX, members,
     number of the dish's rows and ``b^T R b`` (``R b`` and ``u`` are written)."""
     N = Z.shape[0]
     D = Gk.shape[1]
-    for a in range(K):
-        for j in range(K):
-            R[a, j] = Minv[a, j]
-        for d in range(D):
-            Gk[a, d] = G[a, d]
-    _remove_column_stats(R, Gk, k, K, col)
+    _remove_column_stats(Minv, G, k, K, col, R, Gk)
     for j in range(K):
         b[j] = 0.0
     for d in range(D):
@@ -469,12 +476,14 @@ def _end_dish(k, K, Minv, G, cross, R, Gk, count, b, zX, ratio, col):
     _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _sweep_links_gibbs(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
 ):
-    """The Gibbs link updates of :func:`sweep_connections` (work arrays given).
+    """The Gibbs link updates of :func:`sweep_connections` (work arrays given). The
+    model without a dish's column is written into ``R, Gk``, which then trade places with
+    ``Minv, G``: after an odd number of dishes the full model is left in ``R, Gk``.
 
     One kernel body: the steps the Metropolis kernel takes from small helpers (the dish's
     set-up, the upstream walk, the side masses, the scores, the draw within a side, the
@@ -485,28 +494,32 @@ def _sweep_links_gibbs(
     """
     N, D = X.shape
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    floor = 1e-12 * ratio  # the least s of a column (as in _insert_column_stats)
+    neg_inf = -np.inf
     col, b, Rb, delta = vec_cap[0], vec_cap[1], vec_cap[2], vec_cap[3]
     zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
     head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
     upstream, members, where = idx[4], idx[5], idx[6]
     mark = 0
+    # The full model and the model without the dish's column trade places after each
+    # dish (no copy between them): after dish k the full model is in (R, Gk) when k is
+    # even, so in (Minv, G) at the end when K is even (the caller copies it back when not).
+    full_M, full_G, part_M, part_G = Minv, G, R, Gk
     for k in range(K):
         owner = owners[k]
         row = links[k]
         # R, Gk: the model without column k; b = Z_{-k}^T z and z^T X of the column; the
         # dish's rows; the links' reverse adjacency (the owner's own link left out).
-        for a in range(K):
-            for j in range(K):
-                R[a, j] = Minv[a, j]
-            for d in range(D):
-                Gk[a, d] = G[a, d]
-        _remove_column_stats(R, Gk, k, K, col)
+        R, Gk = part_M, part_G
+        _remove_column_stats(full_M, full_G, k, K, col, R, Gk)
         for j in range(K):
             b[j] = 0.0
         for d in range(D):
             zX[d] = cross[k, d]
         n_members = 0
         for m in range(N):
+            head[m] = -1
+            reach[m] = 0.0
             if Z[m, k]:
                 members[n_members] = m
                 where[m] = n_members
@@ -516,8 +529,6 @@ def _sweep_links_gibbs(
             else:
                 where[m] = -1
         b[k] = 0.0
-        for j in range(N):
-            head[j] = -1
         for j in range(N - 1, -1, -1):
             if j != owner:
                 parent = row[j]
@@ -533,10 +544,8 @@ def _sweep_links_gibbs(
         stale = True
         bRb = 0.0
         score = 0.0
-        # reach[i] = sum of a_ij over the dish's rows, kept up to date as rows switch
-        # (proximity_t is A transposed: a row of it is a column of A).
-        for i in range(N):
-            reach[i] = 0.0
+        # reach[i] = sum of a_ij over the dish's rows (zeroed above), kept up to date as
+        # rows switch (proximity_t is A transposed: a row of it is a column of A).
         for t in range(n_members):
             col_m = proximity_t[members[t]]
             for i in range(N):
@@ -544,145 +553,141 @@ def _sweep_links_gibbs(
         for i in range(N):
             cum_row = cum_proximity[i]
             row_mass = cum_row[N - 1]
-            if i == owner:
-                # The owner's own link, from its prior row (binary search in cum_row).
-                x = rng.random() * row_mass
-                lo = 0
-                hi = N - 1
-                while lo < hi:
-                    mid = (lo + hi) // 2
-                    if cum_row[mid] > x:
-                        hi = mid
-                    else:
-                        lo = mid + 1
-                row[i] = lo
-                continue
-            if stale:
-                # R is symmetric, so R b is summed over the rows of R where b is nonzero
-                # (their indices go to nz; entry k of b is ignored).
-                n_nz = 0
-                for a in range(K):
-                    if a != k and b[a] != 0.0:
-                        nz[n_nz] = a
-                        n_nz += 1
-                for a in range(K):
-                    Rb[a] = 0.0
-                for d in range(D):
-                    u[d] = zX[d]
-                for t in range(n_nz):
-                    c = nz[t]
-                    bc = b[c]
+            is_owner = i == owner
+            if is_owner:
+                # The owner's own link, from its prior row: the first draw of the
+                # rejection loop below, whatever its target (the owner's link changes no
+                # row of Z and is in no child list).
+                by_rejection = True
+                new_on = 0
+            else:
+                if stale:
+                    # R is symmetric, so R b is summed over the rows of R where b is nonzero
+                    # (their indices go to nz; entry k of b is ignored).
+                    n_nz = 0
                     for a in range(K):
-                        Rb[a] += bc * R[c, a]
+                        Rb[a] = 0.0
+                        if (a != k) & (b[a] != 0.0):
+                            nz[n_nz] = a
+                            n_nz += 1
                     for d in range(D):
-                        u[d] -= bc * Gk[c, d]
-                bRb = 0.0
-                for t in range(n_nz):
-                    bRb += b[nz[t]] * Rb[nz[t]]
-                # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
-                s = max(count + ratio - bRb, 1e-12 * ratio)
+                        u[d] = zX[d]
+                    for t in range(n_nz):
+                        c = nz[t]
+                        bc = b[c]
+                        for a in range(K):
+                            Rb[a] += bc * R[c, a]
+                        for d in range(D):
+                            u[d] -= bc * Gk[c, d]
+                    bRb = 0.0
+                    for t in range(n_nz):
+                        bRb += b[nz[t]] * Rb[nz[t]]
+                    # -D/2 log s + |u|^2 / (2 s_x^2 s), s = count + r - b^T R b
+                    s = count + ratio - bRb
+                    s = floor if floor > s else s  # max(s, floor)
+                    unorm = 0.0
+                    for d in range(D):
+                        unorm += u[d] * u[d]
+                    score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+                    stale = False
+                # Customers whose path runs through i, with i's link cut (stamp == mark): a
+                # breadth-first walk over the customers linking to each one found; i's own
+                # link is never followed and the owner is in no child list.
+                mark += 1
+                stamp[i] = mark
+                upstream[0] = i
+                n_up = 1
+                q = 0
+                while q < n_up:
+                    c = head[upstream[q]]
+                    q += 1
+                    while c >= 0:
+                        if stamp[c] != mark:
+                            stamp[c] = mark
+                            upstream[n_up] = c
+                            n_up += 1
+                        c = nxt[c]
+                on = Z[i, k]
+                sign = 1.0 - 2.0 * on  # -1 when i has the dish, else 1
+                count_alt = count + sign * n_up
+                # After the cut, exactly the rows that had the dish and are not upstream of i
+                # still reach the owner.
+                prox = proximity[i]
+                # The dish's rows less those upstream of i (all of them are the dish's rows
+                # when i has it; none when it does not); a sum that lost digits to
+                # cancellation is done again over the dish's rows.
+                p_reach = reach[i]
+                if on:
+                    for q in range(n_up):
+                        p_reach -= prox[upstream[q]]
+                if not (p_reach > 1e-9 * row_mass):
+                    p_reach = 0.0
+                    for t in range(n_members):
+                        j = members[t]
+                        if stamp[j] != mark:
+                            p_reach += prox[j]
+                p_not = row_mass - p_reach
+                exact_not = not (p_not >= 1e-6 * row_mass)
+                if exact_not:
+                    p_not = 0.0
+                    for j in range(N):
+                        if (Z[j, k] == 0) | (stamp[j] == mark):
+                            p_not += prox[j]
+                # The column with z_k switched on the upstream rows: b changes by
+                # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
+                # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
+                # and u_alt = u + sign * sum_m X[m] - G^T delta.
+                n_delta = 0
+                for d in range(D):
+                    u_alt[d] = u[d]
+                for q in range(n_up):
+                    m = upstream[q]
+                    for j in range(K):
+                        if (Z[m, j] != 0) & (j != k):
+                            if delta[j] == 0.0:
+                                nz[n_delta] = j
+                                n_delta += 1
+                            delta[j] += sign
+                    for d in range(D):
+                        u_alt[d] += sign * X[m, d]
+                dRb = 0.0
+                dRd = 0.0
+                for t in range(n_delta):
+                    a = nz[t]
+                    da = delta[a]
+                    dRb += da * Rb[a]
+                    acc = 0.0
+                    for q in range(n_delta):
+                        acc += R[a, nz[q]] * delta[nz[q]]
+                    dRd += da * acc
+                    for d in range(D):
+                        u_alt[d] -= da * Gk[a, d]
+                s = count_alt + ratio - (bRb + 2.0 * dRb + dRd)
+                s = floor if floor > s else s
                 unorm = 0.0
                 for d in range(D):
-                    unorm += u[d] * u[d]
-                score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-                stale = False
-            # Customers whose path runs through i, with i's link cut (stamp == mark): a
-            # breadth-first walk over the customers linking to each one found; i's own
-            # link is never followed and the owner is in no child list.
-            mark += 1
-            stamp[i] = mark
-            upstream[0] = i
-            n_up = 1
-            q = 0
-            while q < n_up:
-                c = head[upstream[q]]
-                q += 1
-                while c >= 0:
-                    if stamp[c] != mark:
-                        stamp[c] = mark
-                        upstream[n_up] = c
-                        n_up += 1
-                    c = nxt[c]
-            on = Z[i, k]
-            sign = -1.0 if on else 1.0
-            count_alt = count + sign * n_up
-            # After the cut, exactly the rows that had the dish and are not upstream of i
-            # still reach the owner.
-            prox = proximity[i]
-            # The dish's rows less those upstream of i (all of them are the dish's rows
-            # when i has it; none when it does not); a sum that lost digits to
-            # cancellation is done again over the dish's rows.
-            p_reach = reach[i]
-            if on:
-                for q in range(n_up):
-                    p_reach -= prox[upstream[q]]
-            if not (p_reach > 1e-9 * row_mass):
-                p_reach = 0.0
-                for t in range(n_members):
-                    j = members[t]
-                    if stamp[j] != mark:
-                        p_reach += prox[j]
-            p_not = row_mass - p_reach
-            exact_not = not (p_not >= 1e-6 * row_mass)
-            if exact_not:
-                p_not = 0.0
-                for j in range(N):
-                    if Z[j, k] == 0 or stamp[j] == mark:
-                        p_not += prox[j]
-            # The column with z_k switched on the upstream rows: b changes by
-            # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
-            # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
-            # and u_alt = u + sign * sum_m X[m] - G^T delta.
-            n_delta = 0
-            for d in range(D):
-                u_alt[d] = u[d]
-            for q in range(n_up):
-                m = upstream[q]
-                for j in range(K):
-                    if Z[m, j] and j != k:
-                        if delta[j] == 0.0:
-                            nz[n_delta] = j
-                            n_delta += 1
-                        delta[j] += sign
-                for d in range(D):
-                    u_alt[d] += sign * X[m, d]
-            dRb = 0.0
-            dRd = 0.0
-            for t in range(n_delta):
-                a = nz[t]
-                da = delta[a]
-                dRb += da * Rb[a]
-                acc = 0.0
-                for q in range(n_delta):
-                    acc += R[a, nz[q]] * delta[nz[q]]
-                dRd += da * acc
-                for d in range(D):
-                    u_alt[d] -= da * Gk[a, d]
-            s = max(count_alt + ratio - (bRb + 2.0 * dRb + dRd), 1e-12 * ratio)
-            unorm = 0.0
-            for d in range(D):
-                unorm += u_alt[d] * u_alt[d]
-            score_alt = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-            if on:
-                log_on, log_off = score, score_alt
-            else:
-                log_on, log_off = score_alt, score
-            w_on = math.log(p_reach) + log_on if p_reach > 0 else -np.inf
-            w_off = math.log(p_not) + log_off if p_not > 0 else -np.inf
-            best = max(w_on, w_off)
-            e_on = math.exp(w_on - best)
-            p_on = e_on / (e_on + math.exp(w_off - best))
-            new_on = 1 if rng.random() < p_on else 0
-            # The link itself, within the chosen side, in proportion to a_ij: by rejection
-            # from the whole row (O(log N) a try) when the side holds at least 1/16 of its
-            # mass (up to 64 tries), else (or when they fail) by a pass over the side's
-            # candidates (the dish's rows for the reaching side, in the order p_reach was
-            # summed, so the pass ends on a target of positive proximity).
+                    unorm += u_alt[d] * u_alt[d]
+                score_alt = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
+                if on:
+                    log_on, log_off = score, score_alt
+                else:
+                    log_on, log_off = score_alt, score
+                w_on = math.log(p_reach) + log_on if p_reach > 0 else neg_inf
+                w_off = math.log(p_not) + log_off if p_not > 0 else neg_inf
+                best = w_off if w_off > w_on else w_on  # max(w_on, w_off)
+                e_on = math.exp(w_on - best)
+                p_on = e_on / (e_on + math.exp(w_off - best))
+                new_on = 1 if rng.random() < p_on else 0
+                # The link itself, within the chosen side, in proportion to a_ij: by rejection
+                # from the whole row (O(log N) a try) when the side holds at least 1/16 of its
+                # mass (up to 64 tries), else (or when they fail) by a pass over the side's
+                # candidates (the dish's rows for the reaching side, in the order p_reach was
+                # summed, so the pass ends on a target of positive proximity).
+                if new_on == 1:
+                    by_rejection = p_reach >= 0.0625 * row_mass
+                else:
+                    by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
             chosen = -1
-            if new_on == 1:
-                by_rejection = p_reach >= 0.0625 * row_mass
-            else:
-                by_rejection = not exact_not and p_not >= 0.0625 * row_mass
             if by_rejection:
                 for _ in range(64):
                     x = rng.random() * row_mass
@@ -694,9 +699,12 @@ def _sweep_links_gibbs(
                             hi = mid
                         else:
                             lo = mid + 1
-                    if (Z[lo, k] == 1 and stamp[lo] != mark) == (new_on == 1):
+                    if is_owner | (((Z[lo, k] == 1) & (stamp[lo] != mark)) == (new_on == 1)):
                         chosen = lo
                         break
+            if is_owner:
+                row[i] = chosen
+                continue
             if chosen < 0:
                 if new_on == 1:
                     side_mass = p_reach
@@ -707,13 +715,13 @@ def _sweep_links_gibbs(
                     if not exact_not:
                         side_mass = 0.0
                         for j in range(N):
-                            if Z[j, k] == 0 or stamp[j] == mark:
+                            if (Z[j, k] == 0) | (stamp[j] == mark):
                                 side_mass += prox[j]
                 target = rng.random() * side_mass
                 acc = 0.0
                 for t in range(n_candidates):
                     j = members[t] if new_on == 1 else t
-                    if (Z[j, k] == 1 and stamp[j] != mark) == (new_on == 1):
+                    if ((Z[j, k] == 1) & (stamp[j] != mark)) == (new_on == 1):
                         acc += prox[j]
                         chosen = j
                         if acc > target:
@@ -738,15 +746,12 @@ def _sweep_links_gibbs(
                 row[i] = chosen
             if new_on != on:
                 count = count_alt
-                for t in range(n_delta):
-                    b[nz[t]] += delta[nz[t]]
-                for q in range(n_up):
-                    col_m = proximity_t[upstream[q]]
-                    for j in range(N):
-                        reach[j] += sign * col_m[j]
-                # z_k switched on the upstream rows, z^T X and the dish's rows kept.
+                # z_k switched on the upstream rows, reach, z^T X and the dish's rows kept.
                 for q in range(n_up):
                     m = upstream[q]
+                    col_m = proximity_t[m]
+                    for j in range(N):
+                        reach[j] += sign * col_m[j]
                     for d in range(D):
                         zX[d] += sign * X[m, d]
                     Z[m, k] = new_on
@@ -763,18 +768,18 @@ def _sweep_links_gibbs(
                         where[m] = -1
                 # Recomputed rather than updated, so no rounding builds up within a dish.
                 stale = True
+            # b takes delta when the rows switched; delta back to zero.
             for t in range(n_delta):
-                delta[nz[t]] = 0.0
-        # The column's new statistics back into the full model.
-        for a in range(K):
-            for j in range(K):
-                Minv[a, j] = R[a, j]
-            for d in range(D):
-                G[a, d] = Gk[a, d]
-        _insert_column_stats(Minv, G, cross, k, K, count, b, zX, ratio, col)
+                a = nz[t]
+                if new_on != on:
+                    b[a] += delta[a]
+                delta[a] = 0.0
+        # The column's new statistics into the model without it, which becomes the full one.
+        _insert_column_stats(R, Gk, cross, k, K, count, b, zX, ratio, col)
+        full_M, full_G, part_M, part_G = R, Gk, full_M, full_G
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def _sweep_links_metropolis(
     X, Z, links, owners, K, proximity, proximity_t, cum_proximity, Minv, G, cross, sigma_x,
     sigma_a, rng, R, Gk, vec_cap, vec_d, nz, idx, reach,
@@ -849,7 +854,7 @@ def _sweep_links_metropolis(
 _MAX_LINK_REJECTIONS = 1000
 
 
-@njit(cache=True)
+@njit(cache=True, no_cfunc_wrapper=True)
 def sweep_ownership(
     X, Z, links, owners, n_features, cum_proximity, log_no_link, mu, Minv, G, cross,
     sigma_x, sigma_a, own_weight, max_features, start, rng, vec_cap, zX, idx, reach_state,
@@ -893,6 +898,7 @@ def sweep_ownership(
     K = n_features
     cap = Minv.shape[0]
     ratio = sigma_x * sigma_x / (sigma_a * sigma_a)
+    floor = 1e-12 * ratio  # the least s of a column (as in _insert_column_stats)
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
     b, col = vec_cap[0], vec_cap[1]
     new_links, path = idx[0], idx[1]
@@ -913,19 +919,14 @@ def sweep_ownership(
             if K >= max_features:
                 continue  # the prior is truncated to max_features dishes: rejected
             avoid = weight > 0.0 and rng.random() < weight
-            for j in range(K):
-                b[j] = 0.0
-            for d in range(D):
-                zX[d] = 0.0
-            if avoid:
-                # z = e_i: the links are drawn below, only if the dish is accepted.
-                count = 1.0
-                for j in range(K):
-                    b[j] = Z[i, j]
-                for d in range(D):
-                    zX[d] = X[i, d]
-                log_ratio = log_ratio_alone
-            else:
+            # reach_state[m] == 1 marks the rows of the proposed column: i alone when the
+            # links avoid i (z = e_i: they are drawn below, only if the dish is accepted),
+            # else the customers whose path along the prior links reaches i.
+            for m in range(N):
+                reach_state[m] = 0
+            reach_state[i] = 1
+            log_ratio = log_ratio_alone
+            if not avoid:
                 # Links from the prior (a binary search in each row of cum_proximity).
                 for j in range(N):
                     cum_row = cum_proximity[j]
@@ -942,9 +943,6 @@ def sweep_ownership(
                 # Who reaches i along the new links (the walk of reachability_into in
                 # priors/_ddibp_kernels.py: 0 unknown, 1 reaches i, 2 does not, 3 on the
                 # path being followed; i's own link ignored), each customer visited once.
-                for m in range(N):
-                    reach_state[m] = 0
-                reach_state[i] = 1
                 for first in range(N):
                     if reach_state[first] != 0:
                         continue
@@ -955,22 +953,26 @@ def sweep_ownership(
                         path[length] = j
                         length += 1
                         j = new_links[j]
-                    verdict = 1 if reach_state[j] == 1 else 2
+                    verdict = 2 - (reach_state[j] == 1)  # 1 reaches i, 2 does not
                     for p in range(length):
                         reach_state[path[p]] = verdict
-                count = 0.0
-                for m in range(N):
-                    if reach_state[m] == 1:
-                        count += 1.0
-                        for j in range(K):
-                            b[j] += Z[m, j]
-                        for d in range(D):
-                            zX[d] += X[m, d]
-                log_ratio = log_ratio_alone
                 for j in range(N):
-                    if j != i and new_links[j] == i:
+                    if (j != i) & (new_links[j] == i):
                         log_ratio = log_ratio_linked
                         break
+            # The column's statistics: count = z^T z, b = Z^T z, z^T X.
+            for j in range(K):
+                b[j] = 0.0
+            for d in range(D):
+                zX[d] = 0.0
+            count = 0.0
+            for m in range(N):
+                if reach_state[m] == 1:
+                    count += 1.0
+                    for j in range(K):
+                        b[j] += Z[m, j]
+                    for d in range(D):
+                        zX[d] += X[m, d]
             # -D/2 log s + |u|^2 / (2 s_x^2 s) of the column (count, b, zX) added to the
             # model, s = count + r - b^T M^{-1} b, u = z^T X - G^T b (entries where b is
             # nonzero only).
@@ -982,7 +984,7 @@ def sweep_ownership(
                 for j in range(K):
                     acc += Minv[a, j] * b[j]
                 s -= b[a] * acc
-            s = max(s, 1e-12 * ratio)
+            s = floor if floor > s else s  # max(s, floor)
             unorm = 0.0
             for d in range(D):
                 v = zX[d]
@@ -1024,42 +1026,34 @@ def sweep_ownership(
                             if j == i or lo != i:
                                 break
                             if tries > _MAX_LINK_REJECTIONS:
-                                # x landed on i's edge by rounding: the next target with
-                                # mass
-                                found = False
-                                for t in range(i + 1, N):
-                                    if cum_row[t] > cum_row[i]:
+                                # x landed on i's edge by rounding: the first target with
+                                # mass after i, else the last one before i.
+                                for step in range(1, N):
+                                    t = i + step if step < N - i else N - 1 - step
+                                    if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
                                         lo = t
-                                        found = True
                                         break
-                                if not found:
-                                    for t in range(i - 1, -1, -1):
-                                        if cum_row[t] > (cum_row[t - 1] if t > 0 else 0.0):
-                                            lo = t
-                                            break
                                 break
                         new_links[j] = lo
-                    for m in range(N):
-                        Z[m, K] = 0
-                        links[K, m] = new_links[m]
-                    Z[i, K] = 1
-                else:
-                    for m in range(N):
-                        Z[m, K] = 1 if reach_state[m] == 1 else 0
-                        links[K, m] = new_links[m]
+                for m in range(N):
+                    Z[m, K] = reach_state[m] == 1
+                    links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1
         else:
             if lam == 0:
                 continue
-            pick = int(rng.random() * lam)
+            # The int(u * lam)-th of i's dishes (u uniform): the first whose rank r (from
+            # 1) has u * lam < r, written without int(), which a first fit would compile.
+            x = rng.random() * lam
+            rank = 0.0
             k = -1
             for j in range(K):
                 if owners[j] == i:
-                    if pick == 0:
+                    rank += 1.0
+                    if x < rank:
                         k = j
                         break
-                    pick -= 1
             mkk = Minv[k, k]
             gnorm = 0.0
             for d in range(D):
@@ -1068,32 +1062,30 @@ def sweep_ownership(
             delta -= column_offset
             log_ratio = log_ratio_alone
             for j in range(N):
-                if j != i and links[k, j] == i:
+                if (j != i) & (links[k, j] == i):
                     log_ratio = log_ratio_linked
                     break
             log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
-                _remove_column_stats(Minv, G, k, K, col)
+                _remove_column_stats(Minv, G, k, K, col, Minv, G)
+                # The last dish moves into k's place (no-op copies when k is the last).
                 last = K - 1
-                if k != last:
-                    for a in range(K):
-                        Minv[k, a] = Minv[last, a]
-                        Minv[a, k] = Minv[a, last]
-                    Minv[k, k] = Minv[last, last]
-                    for d in range(D):
-                        G[k, d] = G[last, d]
-                        cross[k, d] = cross[last, d]
-                    for m in range(N):
-                        Z[m, k] = Z[m, last]
-                        links[k, m] = links[last, m]
-                    owners[k] = owners[last]
+                for a in range(K):
+                    Minv[k, a] = Minv[last, a]
+                    Minv[a, k] = Minv[a, last]
+                Minv[k, k] = Minv[last, last]
                 for a in range(K):
                     Minv[last, a] = 0.0
                     Minv[a, last] = 0.0
                 for d in range(D):
+                    G[k, d] = G[last, d]
+                    cross[k, d] = cross[last, d]
                     G[last, d] = 0.0
                     cross[last, d] = 0.0
                 for m in range(N):
+                    Z[m, k] = Z[m, last]
+                    links[k, m] = links[last, m]
                     Z[m, last] = 0
+                owners[k] = owners[last]
                 K = last
     return K, N

@@ -276,6 +276,44 @@ def test_link_sweep_keeps_z_and_the_statistics_consistent(metropolis):
         np.testing.assert_allclose(cross[:K], st["cross"][:K], atol=1e-9)
 
 
+@pytest.mark.parametrize("metropolis", [True, False])
+def test_link_sweep_leaves_the_full_model_for_odd_and_even_dish_counts(metropolis):
+    # The Gibbs kernel writes the model without a dish's column into the work arrays and
+    # lets the two trade places after each dish, so after an odd number of dishes the full
+    # model is in the work arrays and sweep_connections copies it back: M^{-1} and G must
+    # agree with a recomputation from the new Z for both parities (fails without the copy).
+    from sklearn_ibp.solvers.ddibp._ddibp_kernels import sweep_connections
+
+    N = 30
+    _, A, h = exponential_proximity(np.arange(N, dtype=float), decay=0.5)
+    seen = set()
+    for seed in range(40):
+        rng = np.random.default_rng(seed)
+        X = rng.normal(size=(N, 4))
+        solver = GibbsDDIBP()
+        hyper = dict(alpha=2.0, sigma_x=0.8, sigma_a=1.0, proximity=A, h=h)
+        state = solver.initialize(X, None, hyper, rng)
+        K = state.n_features
+        if K == 0 or K % 2 in seen:
+            continue
+        seen.add(K % 2)
+        st = state.stats
+        Z_before = state.Z[:, :K].copy()
+        sweep_connections(
+            state.X, state.Z, st["links"], st["owners"], K, st["proximity"],
+            st["proximity_t"], st["cum_proximity"], st["Minv"], st["G"], st["cross"],
+            state.sigma_x, state.sigma_a, metropolis, rng,
+        )
+        assert not np.array_equal(Z_before, state.Z[:, :K])  # the links moved rows
+        Minv, G = st["Minv"].copy(), st["G"].copy()
+        solver._refresh(state)
+        np.testing.assert_allclose(Minv[:K, :K], st["Minv"][:K, :K], atol=1e-9)
+        np.testing.assert_allclose(G[:K], st["G"][:K], atol=1e-9)
+        if len(seen) == 2:
+            break
+    assert seen == {0, 1}
+
+
 def test_regularised_inverse_matches_the_kernel_inverse_bit_for_bit():
     """M^{-1} is LAPACK's LU inverse from Python (not compiled in a fit): the same numbers
     as the numba kernel it replaced (np.linalg.inv in _full_inverse), and the empty case."""
