@@ -24,7 +24,7 @@ listed but not compared. It imports only the public names of ``sklearn_ibp``,
 the solver names an estimator accepts from its ``solver`` constraint and the solver
 classes from the registries by name (:func:`_solver_class`), so it runs unchanged before
 and after modules move. ``--only SUBSTRING`` runs the fits whose name
-contains it; ``--list`` prints the names.
+contains it (case ignored); ``--list`` prints the names.
 """
 
 from __future__ import annotations
@@ -508,7 +508,7 @@ def run(only=None, timings=None) -> dict:
     data = _data()
     results = {}
     for name, make in _fits().items():
-        if only and not any(s in name for s in only):
+        if only and not any(s.lower() in name.lower() for s in only):
             continue
         tic = time.perf_counter()
         results[name] = _run_one(make, data)
@@ -563,7 +563,8 @@ def main(argv=None) -> int:
     group.add_argument("--check", metavar="PATH", help="compare with the fingerprints in PATH")
     group.add_argument("--list", action="store_true", help="print the fit names")
     parser.add_argument("--only", metavar="SUBSTRING", action="append",
-                        help="run only the fits whose name contains SUBSTRING (repeatable)")
+                        help="run only the fits whose name contains SUBSTRING, case ignored "
+                             "(repeatable)")
     args = parser.parse_args(argv)
 
     if args.list:
@@ -589,7 +590,8 @@ def main(argv=None) -> int:
     with open(args.check) as f:
         reference = json.load(f)
     if args.only:
-        reference = {k: v for k, v in reference.items() if any(s in k for s in args.only)}
+        reference = {k: v for k, v in reference.items()
+                     if any(s.lower() in k.lower() for s in args.only)}
     problems, new = compare(reference, current)
     if new:
         print(f"{len(new)} fits not in the reference (not compared):")
