@@ -127,15 +127,16 @@ def update_feature_posterior(Xo, observed, nu, sx2, sa2):
     """
     N, K = nu.shape
     D = Xo.shape[1]
-    phi_var = 1.0 / (1.0 / sa2 + (nu.T @ observed) / sx2)
     spread = nu * (1.0 - nu)  # Var[z_nk] under q
     rhs = (nu.T @ Xo) / sx2  # Xo is 0 where unobserved
     if np.all(observed > 0):
+        phi_var = np.repeat(1.0 / (1.0 / sa2 + nu.sum(axis=0) / sx2)[:, None], D, axis=1)
         precision = (nu.T @ nu + np.diag(spread.sum(axis=0))) / sx2 + np.eye(K) / sa2
         return np.ascontiguousarray(np.linalg.solve(precision, rhs)), phi_var
     # One K x K precision per column, in blocks of columns (O(K^2) bytes per column).
     check_allocation(8 * K * K * min(D, 64) * 2, what="the variational feature "
                      "precisions", advice="lower max_features")
+    phi_var = 1.0 / (1.0 / sa2 + (nu.T @ observed) / sx2)
     phi_mean = np.empty((K, D))
     diagonal = (spread.T @ observed) / sx2 + 1.0 / sa2  # (K, D)
     for start in range(0, D, 64):
@@ -498,8 +499,10 @@ class VariationalIBP(Solver):
             sigma_x=float(sigma_x), sigma_a=float(sigma_a),
         )
 
-    def _record(self, state, Xo, observed, start, temperature=1.0):
-        state.elbo_trace.append(self.elbo(state, Xo, observed, temperature))
+    def _record(self, state, Xo, observed, start, temperature=1.0, value=None):
+        if value is None:
+            value = self.elbo(state, Xo, observed, temperature)
+        state.elbo_trace.append(value)
         state.hyper_trace.append((state.alpha, state.sigma_x, state.sigma_a))
         state.time_trace.append(time.perf_counter() - start)
         state.n_iter += 1
@@ -539,7 +542,7 @@ class VariationalIBP(Solver):
             new = self.elbo(state, Xo, observed)
             if new > elbo:
                 elbo, rejected = new, 0
-                self._record(state, Xo, observed, start)
+                self._record(state, Xo, observed, start, value=new)
             else:
                 (state.nu, state.phi_mean, state.phi_var, state.tau, state.alpha,
                  state.sigma_x, state.sigma_a) = saved
@@ -628,6 +631,11 @@ class VariationalIBP(Solver):
         """``sum_{n,d} o_nd E[(x_nd - sum_k z_nk a_kd)^2]`` under ``q``."""
         nu, mean, var = state.nu, state.phi_mean, state.phi_var
         resid = (Xo - nu @ mean) * observed
+        if np.all(observed > 0):
+            # sum_k [sum_n nu_nk sum_d (Phi_kd + phi_kd^2) - sum_n nu_nk^2 sum_d phi_kd^2]
+            second = np.sum(var + mean**2, axis=1)
+            extra = nu.sum(axis=0) @ second - (nu**2).sum(axis=0) @ np.sum(mean**2, axis=1)
+            return float(np.sum(resid**2) + extra)
         extra = (nu @ (var + mean**2) - nu**2 @ mean**2) * observed
         return float(np.sum(resid**2) + np.sum(extra))
 
