@@ -308,7 +308,8 @@ class VariationalIBP(Solver):
         Convergence when the relative change of the ELBO falls below it (the choice of
         Doshi-Velez 2009).
     max_iter : int, default=200
-        Iterations at most per restart.
+        Iterations at most per restart, after a greedy start's births (one iteration
+        each, at most ``max_features``).
     n_init : int, default=5
         Random restarts; the one with the highest ELBO is kept.
     update_hyperparameters : bool, default=True
