@@ -311,7 +311,7 @@ class VariationalIBP(Solver):
         Iterations at most per restart, after a greedy start's births (one iteration
         each, at most ``max_features``).
     n_init : int, default=5
-        Random restarts; the one with the highest ELBO is kept.
+        Restarts (their starts as ``init`` says); the one with the highest ELBO is kept.
     update_hyperparameters : bool, default=True
         Set ``alpha``, ``sigma_x`` and ``sigma_a`` to their ELBO-maximising values every
         iteration (empirical Bayes).
