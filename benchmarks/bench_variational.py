@@ -10,10 +10,11 @@ Run from the repository root::
 
 ``--ibp`` (issue 24's setting): ``make_ibp_linear_gaussian(alpha=3, sigma_x=0.2,
 sigma_a=2, random_state=0)``, the first N rows for training and the next N / 5 (at most
-200) held out (29 features in the first 500 rows), the default variational solver against the
-accelerated sampler (``--budget`` seconds each, 60 at N = 500 and 300 at N = 5000 by
-default): the variational trajectory is its first (greedy) start at iterations 1, 2, 4,
-... and then the default fit (``n_init=5``), each point at the CPU seconds of its fit.
+200) held out (29 features in the first 500 rows), the default variational solver
+against the accelerated sampler (``--budget`` CPU seconds for the sampler: 60 at
+N = 500 and 300 at N = 5000 by default, 5 with ``--quick``): the variational
+trajectory is its first (greedy) start at iterations 1, 2, 4, ... and then the default
+fit (``n_init=5``), each point at the CPU seconds of its fit.
 
 Data (the setting of Doshi-Velez 2009, sec. 6.5.1): ``Z`` and ``A`` from the stick-breaking
 prior truncated at 20 features (``v_k ~ Beta(alpha = 5, 1)``, ``pi_k = prod_{m<=k} v_m``;
