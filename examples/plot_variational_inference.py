@@ -7,8 +7,9 @@ Variational inference: a lower bound that converges
 (ELBO) instead of sampling (Doshi-Velez 2009, ch. 6): the posterior over the sticks, the
 features and the assignments is approximated by a fully factorised distribution,
 truncated at ``max_features`` features. Every update raises the bound, so its trace says
-when the fit has converged; each restart ends in a local optimum, and the estimator
-keeps the restart with the highest bound.
+when the fit has converged; each restart (by default alternately a greedy start, which
+adds features one at a time, and a random one) ends in a local optimum, and the
+estimator keeps the restart with the highest bound.
 
 Here both variational solvers and the accelerated Gibbs sampler are fitted to the block
 images: the ELBO traces, and the features each found.

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import IBPFactorAnalysis
-from sklearn_ibp.datasets import make_block_images
+from sklearn_ibp.datasets import make_block_images, make_ibp_linear_gaussian
 from sklearn_ibp.solvers import FiniteVariationalIBP, VariationalIBP
 
 
@@ -104,21 +104,23 @@ def test_elbo_monotone_with_the_default_hyperparameter_updates(solver):
         assert model.traces_["sigma_x"][0, -1] == model.sigma_x_
 
 
-def test_tempering_rescues_the_block_images_from_a_merged_optimum():
-    """Sec. 6.5's tempering on block images (N = 200, random_state 0): the defaults end
-    in a local optimum with one shape above 0.9; ten tempered iterations (sigma_x^2 and
-    sigma_a^2 from ten times their values) find all four at a higher ELBO. Scratch runs
-    over twelve data seeds: 7 of 12 found every shape without tempering, 12 of 12 with
-    (mean ELBO -6288 and -6063). It is no default: on draws from the IBP prior
+def test_tempering_and_the_defaults_find_the_block_images():
+    """Sec. 6.5's tempering on block images (N = 200, random_state 0). Before issue 24
+    the defaults ended in a local optimum with one shape above 0.9 and ten tempered
+    iterations (sigma_x^2 and sigma_a^2 from ten times their values) found all four
+    (scratch runs over twelve data seeds: 7 of 12 without tempering, 12 of 12 with).
+    Since the features' means are solved jointly and the restarts mix greedy and random
+    starts, the defaults find all four too (seeds 0-3 in scratch runs); tempering still
+    does, at a higher ELBO here. It is no default: on draws from the IBP prior
     (N = 300, D = 100, about 25 features) the same tempering cost 9000 in ELBO, and the
-    finite model lost every feature under it."""
+    finite model lost every feature under it (before issue 24)."""
     X, _, A = make_block_images(n_samples=200, noise=0.5, random_state=0)
     plain = IBPFactorAnalysis(solver="variational", random_state=0).fit(X)
     tempered = IBPFactorAnalysis(solver=VariationalIBP(tempering_iter=10),
                                  random_state=0).fit(X)
     found = [np.sum(np.abs(np.corrcoef(A, m.components_)[:4, 4:]).max(axis=1) > 0.9)
              for m in (plain, tempered)]
-    assert found == [1, 4], found
+    assert found == [4, 4], found
     assert tempered.elbo_ > plain.elbo_
     after = tempered.elbo_trace_[10:]
     assert np.all(np.diff(after) / np.abs(after[:-1]) >= -1e-8)
@@ -143,3 +145,50 @@ def test_sample_inverse_transform_and_inputs_unchanged(blocks, solver):
     # Z_ is q(z = 1) rounded; the counted features are those some row uses.
     np.testing.assert_array_equal(model.Z_, (model.feature_probabilities_ > 0.5))
     assert np.all(model.feature_probabilities_.sum(axis=0) >= 0.5)
+
+
+def test_recovers_the_noise_and_matches_the_sampler_on_ibp_draws():
+    """Issue 24: draws from the IBP linear-Gaussian model (alpha = 3, sigma_x = 0.2,
+    sigma_a = 2; N = 200 training and 40 held-out rows, D = 100; 25, 17 and 14 features
+    in seeds 0-2). Before the fix the default variational fit stopped at the 18
+    features of its truncation with sigma_x 0.89, 0.62 and 0.42 and held-out scores of
+    -155.6, -91.9 and -68.3, against -55.1, -0.5 and 2.7 for 100 sweeps of the
+    accelerated sampler. Now sigma_x is 0.198-0.200 and the held-out score -10.1, 9.5
+    and 5.5: asserted, sigma_x within 10% of the truth and the held-out score no more
+    than 10 below the sampler's (measured: 2.8 to 45 above it)."""
+    for seed in range(3):
+        X, _, _ = make_ibp_linear_gaussian(n_samples=240, n_dims=100, alpha=3.0,
+                                           random_state=seed)
+        X, X_test = X[:200], X[200:]
+        fitted = IBPFactorAnalysis(solver="variational", random_state=0).fit(X)
+        sampler = IBPFactorAnalysis(n_iter=100, random_state=0).fit(X)
+        assert abs(fitted.sigma_x_ - 0.2) < 0.02, (seed, fitted.sigma_x_)
+        assert fitted.score(X_test) > sampler.score(X_test) - 10.0, seed
+
+
+def test_features_are_relabelled_by_use():
+    """The stick-breaking prior is not exchangeable, and coordinate ascent cannot swap
+    two features: from the true assignments in a shuffled order the fit ends where the
+    sorted order does only because the features are relabelled by decreasing use
+    (here: ELBO -6120.0 sorted, -6121.9 shuffled, -6986.1 shuffled without the
+    relabelling; a relative margin of 1e-3 and an absolute one of 100)."""
+    from sklearn_ibp.solvers.variational import VariationalState
+
+    X, Z, _ = make_ibp_linear_gaussian(n_samples=200, n_dims=100, alpha=3.0,
+                                       random_state=0)
+    Z = Z[:, np.argsort(-Z.sum(axis=0), kind="stable")].astype(float)
+    obs = np.ones(X.shape)
+    shuffled = Z[:, np.random.default_rng(0).permutation(Z.shape[1])]
+    ends = []
+    for start, relabel in ((Z, True), (shuffled, True), (shuffled, False)):
+        solver = VariationalIBP(max_features=Z.shape[1], n_init=1)
+        solver._orders_features = relabel
+        K = Z.shape[1]
+        state = VariationalState(nu=start.copy(), phi_mean=np.zeros((K, X.shape[1])),
+                                 phi_var=np.ones((K, X.shape[1])),
+                                 tau=solver._initial_tau(K, 1.0), alpha=1.0,
+                                 sigma_x=0.5, sigma_a=1.0)
+        solver._run(state, X, obs)
+        ends.append(state.elbo)
+    assert ends[1] == pytest.approx(ends[0], rel=1e-3)
+    assert ends[2] < ends[0] - 100.0

@@ -1,5 +1,6 @@
-"""Numba kernels of the mean-field variational updates for the IBP linear-Gaussian model
-(Doshi-Velez 2009, appendix B.2), used by :mod:`.variational`.
+"""Numba kernel of the mean-field ``nu`` update for the IBP linear-Gaussian model
+(Doshi-Velez 2009, appendix B.2), used by :mod:`.variational` (the features' update is a
+linear solve there, :func:`.variational.update_feature_posterior`).
 
 The residual ``resid = o * (x - sum_k nu_k phi_k)`` (``o`` the observed mask) is kept
 current feature by feature, so a pass over the features costs ``O(N K D)`` without
@@ -30,31 +31,6 @@ def _shift_feature(resid, observed, nu, mean, k, sign):
         if w != 0.0:
             for d in range(D):
                 resid[n, d] += w * mean[k, d] * observed[n, d]
-
-
-@njit(cache=True)
-def update_features(resid, observed, nu, mean, var, sx2, sa2, precision, shift):
-    """``phi_k`` and ``Phi_k`` for every feature in turn (appendix B.2): per column,
-    precision ``1/sa2 + sum_n nu_nk o_nd / sx2`` and mean ``sum_n nu_nk r_nd / sx2``
-    over it, with ``r`` the residual without feature ``k``. ``precision`` and ``shift``
-    are work buffers of length D."""
-    N, D = resid.shape
-    K = nu.shape[1]
-    for k in range(K):
-        _shift_feature(resid, observed, nu, mean, k, 1.0)
-        for d in range(D):
-            precision[d] = 1.0 / sa2
-            shift[d] = 0.0
-        for n in range(N):
-            w = nu[n, k]
-            if w != 0.0:
-                for d in range(D):
-                    precision[d] += w * observed[n, d] / sx2
-                    shift[d] += w * resid[n, d]
-        for d in range(D):
-            var[k, d] = 1.0 / precision[d]
-            mean[k, d] = shift[d] / sx2 * var[k, d]
-        _shift_feature(resid, observed, nu, mean, k, -1.0)
 
 
 @njit(cache=True)
