@@ -183,6 +183,29 @@ def multinomial_bound(tau):
     return bound, q
 
 
+def log_hurwitz_zeta(s, q):
+    """``log zeta(s, q)`` of the Hurwitz zeta function, finite where ``zeta`` underflows.
+
+    ``s`` an array, ``q >= 1`` a scalar; ``+inf`` where ``s <= 1``. ``scipy.special.zeta``
+    underflows to 0 once ``s log q`` passes about 745, while the Taylor bound's tail
+    multiplies it by a rising factorial that can overflow (:func:`taylor_bound`): there
+    ``log zeta(s, q) = log sum_{j >= 0} (q + j)^-s`` is summed in logs over
+    ``j < 8 q`` plus the integral of the rest, ``(9 q)^(1 - s) / (s - 1)``, which is below
+    ``9^(1 - s) q / (s - 1)`` of the sum: negligible wherever ``zeta`` underflows.
+    """
+    s = np.asarray(s, dtype=np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        out = np.where(s > 1.0, np.log(zeta(s, q)), np.inf)
+    under = (s > 1.0) & ~np.isfinite(out)
+    if np.any(under):
+        j = np.arange(int(np.ceil(8.0 * q)))
+        s_u = s[under][:, None]
+        log_terms = -s_u * np.log(q + j)[None, :]
+        log_rest = (1.0 - s_u) * np.log(q + j.size) - np.log(s_u - 1.0)
+        out[under] = logsumexp(np.concatenate([log_terms, log_rest], axis=1), axis=1)
+    return out
+
+
 def taylor_bound(tau, n_terms=50):
     """The interval of Doshi-Velez 2009, sec. 6.2.1, around ``E[log(1 - prod_{m<=k} v_m)]``.
 
@@ -213,10 +236,10 @@ def taylor_bound(tau, n_terms=50):
     # log prod_m (tau_m1)_{floor(tau_m2)}: rising factorials.
     log_rising = np.cumsum(gammaln(tau[:, 0] + floors) - gammaln(tau[:, 0]))
     exponent = 1.0 + np.cumsum(floors)
-    with np.errstate(over="ignore", divide="ignore"):
-        log_tail = np.where(exponent > 1.0,
-                            log_rising + np.log(zeta(exponent, n_terms + 1.0)), np.inf)
-    lower = upper - np.exp(log_tail)
+    log_tail = np.where(exponent > 1.0,
+                        log_rising + log_hurwitz_zeta(exponent, n_terms + 1.0), np.inf)
+    with np.errstate(over="ignore"):
+        lower = upper - np.exp(log_tail)
     return lower, upper
 
 
@@ -263,9 +286,10 @@ def taylor_bound_gradient(tau, weights, n_terms=50):
     floors = np.floor(tau[:, 1])
     log_rising = np.cumsum(gammaln(tau[:, 0] + floors) - gammaln(tau[:, 0]))
     exponent = 1.0 + np.cumsum(floors)
-    with np.errstate(over="ignore", divide="ignore"):
-        tail = np.where(exponent > 1.0,
-                        np.exp(log_rising) * zeta(exponent, n_terms + 1.0), np.inf)
+    # In logs: the rising factorial can overflow where zeta underflows (inf * 0).
+    with np.errstate(over="ignore"):
+        tail = np.exp(np.where(exponent > 1.0,
+                               log_rising + log_hurwitz_zeta(exponent, n_terms + 1.0), np.inf))
     # lower = upper - tail: d(-sum_k w_k tail_k)/dtau_m1 over the k >= m that contain m.
     weighted_tail = np.cumsum((weights * tail)[::-1])[::-1]
     grad[:, 0] -= weighted_tail * (digamma(tau[:, 0] + floors) - digamma(tau[:, 0]))

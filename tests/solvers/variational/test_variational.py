@@ -419,3 +419,36 @@ def test_bad_parameters_refused(params, match):
     with pytest.raises(ValueError, match=match):
         VariationalIBP(**params).fit(X, np.ones(X.shape), 1.0, 0.5, 1.0,
                                      np.random.default_rng(0))
+
+
+def test_log_hurwitz_zeta_where_zeta_underflows():
+    # The Taylor bound's tail is a rising factorial (which can overflow) times
+    # zeta(s, n_terms + 1) (which underflows to 0 for s log q > 745): computed as a
+    # product it was inf * 0 = nan in the stick gradient, and a tail of 0 in the bound.
+    import mpmath
+    from scipy.special import zeta
+
+    from sklearn_ibp.solvers.variational.variational import (
+        log_hurwitz_zeta,
+        taylor_bound,
+        taylor_bound_gradient,
+    )
+
+    s = np.array([0.5, 1.0, 2.0, 89.0, 203.0, 334.0, 5000.0])
+    got = log_hurwitz_zeta(s, 51.0)
+    assert got[0] == np.inf and got[1] == np.inf
+    for value, exponent in zip(got[2:], s[2:], strict=True):
+        expected = float(mpmath.log(mpmath.zeta(exponent, 51)))
+        assert value == pytest.approx(expected, rel=1e-12)
+    assert zeta(203.0, 51.0) == 0.0  # the case the helper exists for
+    # A state the relabelling of features reached: before, the gradient held nan.
+    # Here zeta(s, 51) underflows from the second stick on while the rising factorials
+    # reach exp(797) to exp(1301); the fourth tail is exp(12.8), not 0.
+    tau = np.array([[1e-3, 88.148], [30.0, 114.2], [3.0, 1.5], [20.0, 96.3], [10.0, 34.7]])
+    with np.errstate(invalid="raise"):
+        lower, upper = taylor_bound(tau)
+    assert np.all(lower <= upper)
+    assert upper[3] - lower[3] == pytest.approx(np.exp(12.78815551), rel=1e-6)
+    with np.errstate(invalid="raise"):
+        grad = taylor_bound_gradient(tau, np.ones(5))
+    assert not np.any(np.isnan(grad))
