@@ -707,16 +707,14 @@ def ibp_rows(
         log_ratio += log_truncation
         # Reverse: the features only the own categories link, scored in a random order
         # given the row's current features that other categories link.
-        for d in range(D):
-            one_pred[0, d] = pred[n, d]
+        _copy_row(one_pred[0], pred[n])
         n_excl = np.int64(0)
         for k in range(K_slots):
             if link_count[k] == 0 and shift[k] < 0:
                 own[n_excl] = k
                 n_excl += 1
                 if Z[n, k] == 1:
-                    for d in range(D):
-                        one_pred[0, d] -= A[k, d]
+                    _subtract_row(one_pred[0], A, k)
         log_ratio -= _replaced_features_weight(
             own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
             Z, A, one_child, one_pred, rng, continuous,
@@ -724,12 +722,10 @@ def ibp_rows(
         # Forward: the new features, proposed in sequence from the row's data given the
         # proposal's features that existed before and the new ones proposed so far.
         _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
-        for d in range(D):
-            one_pred[0, d] = new_pred[d]
+        _copy_row(one_pred[0], new_pred)
         for j in range(n_changes):
             if ks[j] >= K_slots and deltas[j] == 1:
-                for d in range(D):
-                    one_pred[0, d] -= A[ks[j], d]
+                _subtract_row(one_pred[0], A, ks[j])
         for j in range(n_changes):
             k = ks[j]
             if k < K_slots:
@@ -739,8 +735,7 @@ def ibp_rows(
                 TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
                 one_child, one_pred, A[k], rng, continuous,
             )
-        for d in range(D):
-            new_pred[d] = one_pred[0, d]
+        _copy_row(new_pred, one_pred[0])
         new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
         log_accept = log_ratio + new_lik - log_lik
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
@@ -780,8 +775,7 @@ def ibp_rows(
             S[n, k] += proposal_shift[k]
         for j in range(n_changes):
             Z[n, ks[j]] += deltas[j]
-        for d in range(D):
-            pred[n, d] = new_pred[d]
+        _copy_row(pred[n], new_pred)
     return -1
 
 
@@ -924,18 +918,15 @@ def link_pass(
                                  flip_preds[i])
                 else:
                     member_changes[i] = 0
-                    for d in range(D):
-                        flip_preds[i, d] = pred[n, d]
+                    _copy_row(flip_preds[i], pred[n])
             # Reverse: the current own features, scored in a random order_own given the current
             # configuration without own features.
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    new_preds[i, d] = pred[n, d]
+                _copy_row(new_preds[i], pred[n])
                 for k in range(K_now):
                     if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        for d in range(D):
-                            new_preds[i, d] -= A[k, d]
+                        _subtract_row(new_preds[i], A, k)
             log_accept -= _replaced_features_weight(
                 own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
                 n_members, Z, A, children, new_preds, rng, continuous,
@@ -944,12 +935,10 @@ def link_pass(
             # without own features.
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    new_preds[i, d] = flip_preds[i, d]
+                _copy_row(new_preds[i], flip_preds[i])
                 for k in range(K_now):
                     if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        for d in range(D):
-                            new_preds[i, d] -= A[k, d]
+                        _subtract_row(new_preds[i], A, k)
             for t in range(n_new):
                 k = K_now + t
                 for i in range(n_members):
@@ -997,8 +986,7 @@ def link_pass(
             counts[K_LIVE] += n_new
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    pred[n, d] = new_preds[i, d]
+                _copy_row(pred[n], new_preds[i])
                 old_liks[i] = new_liks[i]
     return -1
 
@@ -1056,8 +1044,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng,
             z_new = 1 if rng.random() < p_on else 0
             if z_new != z:
                 Z[n, k] = z_new
-                for d in range(D):
-                    pred[n, d] = row[d]
+                _copy_row(pred[n], row)
                 lik_cur = lik_flip
 
 
