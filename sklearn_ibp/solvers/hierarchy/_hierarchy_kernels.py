@@ -228,8 +228,13 @@ def _propose_feature(
     from its conditional (uniform, as the target is symmetric in the features) before
     each move, and the Metropolis-Hastings ratio with the single ordered density is exact.
     """
-    log_q = feature_row_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
-                                 n_rows, children, base, a, rng, continuous)
+    # feature_row_proposal written out: each kernel level re-optimises what it links.
+    if continuous is None:
+        log_q = _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows,
+                                         children, base, a, rng)
+    else:
+        log_q = feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                                 n_rows, children, base, a, rng)
     for i in range(n_rows):
         if children[i] == 1:
             for d in range(a.shape[0]):
