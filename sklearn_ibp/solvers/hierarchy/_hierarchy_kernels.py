@@ -239,6 +239,13 @@ def _propose_feature(
         if children[i] == 1:
             for d in range(a.shape[0]):
                 base[i, d] += a[d]
+    if continuous is None:
+        # log_prior_feature's Bernoulli terms, in its order: a binary fit then links none
+        # of its Gaussian and exponential branches into the passes.
+        log_p = 0.0
+        for d in range(a.shape[0]):
+            log_p += math.log(prior[0]) if a[d] > 0.5 else math.log1p(-prior[0])
+        return log_p - log_q
     return log_prior_feature(prior_kind, prior, a) - log_q
 
 
