@@ -228,12 +228,24 @@ def _propose_feature(
     from its conditional (uniform, as the target is symmetric in the features) before
     each move, and the Metropolis-Hastings ratio with the single ordered density is exact.
     """
-    log_q = feature_row_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
-                                 n_rows, children, base, a, rng, continuous)
+    # feature_row_proposal written out: each kernel level re-optimises what it links.
+    if continuous is None:
+        log_q = _binary_feature_proposal(draw, prior, noise, X, observed, rows, n_rows,
+                                         children, base, a, rng)
+    else:
+        log_q = feature_proposal(draw, prior_kind, prior, obs_kind, noise, X, observed, rows,
+                                 n_rows, children, base, a, rng)
     for i in range(n_rows):
         if children[i] == 1:
             for d in range(a.shape[0]):
                 base[i, d] += a[d]
+    if continuous is None:
+        # log_prior_feature's Bernoulli terms, in its order: a binary fit then links none
+        # of its Gaussian and exponential branches into the passes.
+        log_p = 0.0
+        for d in range(a.shape[0]):
+            log_p += math.log(prior[0]) if a[d] > 0.5 else math.log1p(-prior[0])
+        return log_p - log_q
     return log_prior_feature(prior_kind, prior, a) - log_q
 
 
@@ -322,6 +334,38 @@ def _apply_parents(n, row_shift, sign, S, Z, pred, A, K_slots, ks, deltas, n_cha
         Z[n, ks[j]] += deltas[j]
     for d in range(pred.shape[1]):
         pred[n, d] = new_pred[d]
+
+
+# --------------------------------------------------------------------------------------
+# Row operations shared by the passes. numba lowers an inline loop over the dimensions
+# where it is written (some 25-50 ms of a cold fit's compile each), a call to a small
+# kernel costs a few ms a site once the kernel is compiled: the loops the passes repeat
+# are therefore these calls. Each adds the same terms in the same order as the loop it
+# replaces, so the draws are unchanged bit for bit.
+# --------------------------------------------------------------------------------------
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _row_prediction(z, A, K, pred):
+    """``pred = sum_{k < K, z_k = 1} A[k]`` (overwritten), one row's prediction."""
+    for d in range(pred.shape[0]):
+        pred[d] = 0.0
+    for k in range(K):
+        if z[k] == 1:
+            for d in range(pred.shape[0]):
+                pred[d] += A[k, d]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _copy_row(out, src):
+    """``out[:] = src`` (element loop)."""
+    for d in range(out.shape[0]):
+        out[d] = src[d]
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def _subtract_row(out, A, k):
+    """``out -= A[k]`` (element loop)."""
+    for d in range(out.shape[0]):
+        out[d] -= A[k, d]
 
 
 # --------------------------------------------------------------------------------------
@@ -436,12 +480,13 @@ def dp_rows(
             # The features only this category links were proposed from row n's data:
             # their weight carries prior over proposal density, the features scored in
             # a random order given the row's features that other categories also link.
-            for d in range(D):
-                one_pred[0, d] = 0.0
+            # (aux_links[0] serves as the mask: a singleton's first auxiliary is itself.)
             for k in range(K_slots):
-                if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1):
-                    for d in range(D):
-                        one_pred[0, d] += A[k, d]
+                aux_links[0, k] = 1 if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1) \
+                    else 0
+            _row_prediction(aux_links[0], A, K_slots, one_pred[0])
+            for k in range(K_slots):
+                aux_links[0, k] = 0
             # As for the fresh options below: p / q of the (truncated) Poisson count.
             log_w[L_slots] = log_aux + _log_poisson_cdf(alpha_m / (L_minus + 1.0), max_new)
             n_own = np.int64(0)
@@ -465,12 +510,7 @@ def dp_rows(
             aux_new[j] = n_new
             # p / q of the count: the Poisson truncated at max_new has mass below one.
             log_w[o] = log_aux + _log_poisson_cdf(rate, max_new)
-            for d in range(D):
-                one_pred[0, d] = 0.0
-            for k in range(K_slots):
-                if z_opts[o, k] == 1:
-                    for d in range(D):
-                        one_pred[0, d] += A[k, d]
+            _row_prediction(z_opts[o], A, K_slots, one_pred[0])
             for t in range(n_new):
                 slot = K_slots + j * max_new + t
                 z_opts[o, slot] = draw_child(_ONE, log_q, link, rng)
@@ -483,12 +523,7 @@ def dp_rows(
         for o in range(n_opts):
             if log_w[o] == -np.inf:
                 continue
-            for d in range(D):
-                new_pred[d] = 0.0
-            for k in range(width):
-                if z_opts[o, k] == 1:
-                    for d in range(D):
-                        new_pred[d] += A[k, d]
+            _row_prediction(z_opts[o], A, width, new_pred)
             log_w[o] += row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
         chosen = draw_from_log_weights(log_w, rng)
         # Apply.
@@ -510,8 +545,7 @@ def dp_rows(
             for t in range(aux_new[j]):
                 slot = counts[K_SLOTS]
                 src = K_slots + j * max_new + t
-                for d in range(D):
-                    A[slot, d] = A[src, d]
+                _copy_row(A[slot], A[src])
                 M[target, slot] = 1
                 links[slot] = 1
                 z_opts[chosen, slot] = z_opts[chosen, src]
@@ -530,14 +564,10 @@ def dp_rows(
         category[n] = target
         sizes[target] += 1
         K_now = counts[K_SLOTS]
-        for d in range(D):
-            pred[n, d] = 0.0
         for k in range(K_now):
             S[n, k] = M[target, k]
             Z[n, k] = z_opts[chosen, k] if k < width else 0
-            if Z[n, k] == 1:
-                for d in range(D):
-                    pred[n, d] += A[k, d]
+        _row_prediction(Z[n], A, K_now, pred[n])
     return -1
 
 
@@ -689,16 +719,14 @@ def ibp_rows(
         log_ratio += log_truncation
         # Reverse: the features only the own categories link, scored in a random order
         # given the row's current features that other categories link.
-        for d in range(D):
-            one_pred[0, d] = pred[n, d]
+        _copy_row(one_pred[0], pred[n])
         n_excl = np.int64(0)
         for k in range(K_slots):
             if link_count[k] == 0 and shift[k] < 0:
                 own[n_excl] = k
                 n_excl += 1
                 if Z[n, k] == 1:
-                    for d in range(D):
-                        one_pred[0, d] -= A[k, d]
+                    _subtract_row(one_pred[0], A, k)
         log_ratio -= _replaced_features_weight(
             own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
             Z, A, one_child, one_pred, rng, continuous,
@@ -706,12 +734,10 @@ def ibp_rows(
         # Forward: the new features, proposed in sequence from the row's data given the
         # proposal's features that existed before and the new ones proposed so far.
         _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
-        for d in range(D):
-            one_pred[0, d] = new_pred[d]
+        _copy_row(one_pred[0], new_pred)
         for j in range(n_changes):
             if ks[j] >= K_slots and deltas[j] == 1:
-                for d in range(D):
-                    one_pred[0, d] -= A[ks[j], d]
+                _subtract_row(one_pred[0], A, ks[j])
         for j in range(n_changes):
             k = ks[j]
             if k < K_slots:
@@ -721,8 +747,7 @@ def ibp_rows(
                 TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
                 one_child, one_pred, A[k], rng, continuous,
             )
-        for d in range(D):
-            new_pred[d] = one_pred[0, d]
+        _copy_row(new_pred, one_pred[0])
         new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
         log_accept = log_ratio + new_lik - log_lik
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
@@ -762,8 +787,7 @@ def ibp_rows(
             S[n, k] += proposal_shift[k]
         for j in range(n_changes):
             Z[n, ks[j]] += deltas[j]
-        for d in range(D):
-            pred[n, d] = new_pred[d]
+        _copy_row(pred[n], new_pred)
     return -1
 
 
@@ -906,18 +930,15 @@ def link_pass(
                                  flip_preds[i])
                 else:
                     member_changes[i] = 0
-                    for d in range(D):
-                        flip_preds[i, d] = pred[n, d]
+                    _copy_row(flip_preds[i], pred[n])
             # Reverse: the current own features, scored in a random order_own given the current
             # configuration without own features.
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    new_preds[i, d] = pred[n, d]
+                _copy_row(new_preds[i], pred[n])
                 for k in range(K_now):
                     if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        for d in range(D):
-                            new_preds[i, d] -= A[k, d]
+                        _subtract_row(new_preds[i], A, k)
             log_accept -= _replaced_features_weight(
                 own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
                 n_members, Z, A, children, new_preds, rng, continuous,
@@ -926,12 +947,10 @@ def link_pass(
             # without own features.
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    new_preds[i, d] = flip_preds[i, d]
+                _copy_row(new_preds[i], flip_preds[i])
                 for k in range(K_now):
                     if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        for d in range(D):
-                            new_preds[i, d] -= A[k, d]
+                        _subtract_row(new_preds[i], A, k)
             for t in range(n_new):
                 k = K_now + t
                 for i in range(n_members):
@@ -979,8 +998,7 @@ def link_pass(
             counts[K_LIVE] += n_new
             for i in range(n_members):
                 n = members[i]
-                for d in range(D):
-                    pred[n, d] = new_preds[i, d]
+                _copy_row(pred[n], new_preds[i])
                 old_liks[i] = new_liks[i]
     return -1
 
@@ -1015,17 +1033,6 @@ def _child_on_probability(z, s, lik_cur, lik_flip, log_q):
     return math.exp(log_on - top) / (math.exp(log_on - top) + math.exp(log_off - top))
 
 
-@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
-def _row_prediction(z, A, K, pred):
-    """``pred = sum_{k < K, z_k = 1} A[k]`` (overwritten), one row's prediction."""
-    for d in range(pred.shape[0]):
-        pred[d] = 0.0
-    for k in range(K):
-        if z[k] == 1:
-            for d in range(pred.shape[0]):
-                pred[d] += A[k, d]
-
-
 @njit(cache=True, no_cfunc_wrapper=True)
 def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng, row, order):
     """Gibbs update of every ``z_nk`` with a parent (eq. 7.9), features in a random order.
@@ -1049,8 +1056,7 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng,
             z_new = 1 if rng.random() < p_on else 0
             if z_new != z:
                 Z[n, k] = z_new
-                for d in range(D):
-                    pred[n, d] = row[d]
+                _copy_row(pred[n], row)
                 lik_cur = lik_flip
 
 
