@@ -24,7 +24,7 @@ _S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(
 _TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
 
 #: Modes of :func:`assign_blocks` (typed constants, so the kernel compiles once).
-SAMPLE, SCORE_FORCED, STATS_ONLY = np.int64(0), np.int64(1), np.int64(2)
+SAMPLE, SCORE_FORCED, STATS_ONLY, ARGMAX = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
 
 
 @njit(cache=True, inline="always")
@@ -38,9 +38,10 @@ def splitmix64(z):
 
 @njit(cache=True)
 def row_uniform(key, row):
-    """A uniform in [0, 1) that depends only on ``(key, row)`` (53 random bits)."""
+    """A uniform in (0, 1) that depends only on ``(key, row)`` (53 random bits, never 0,
+    so its logarithm is finite)."""
     z = splitmix64(key ^ splitmix64(np.uint64(row)))
-    return float(z >> _S11) * _TO_UNIT
+    return (float(z >> _S11) + 0.5) * _TO_UNIT
 
 
 @njit(cache=True)
@@ -54,7 +55,7 @@ def row_uniforms(key, rows):
 
 @njit(cache=True, parallel=True)
 def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mode,
-                  anchor_rows, anchor_labels, out, block_size, counts, sums, scatters,
+                  old_labels, log_pi, slice_key, out, block_size, counts, sums, scatters,
                   log_q):
     """Give each of ``n`` rows one of ``C`` components, block by block.
 
@@ -62,10 +63,13 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
     Component ``c`` has the log density ``log_consts[c] - |chols[c]^T (x - means[c])|^2 / 2``
     (``chols[c]`` the lower Cholesky factor of its precision; ``log_consts`` holds the
     log weight and the normalising constant). ``mode`` is ``SAMPLE`` (draw the component
-    from the normalised probabilities with :func:`row_uniform`), ``SCORE_FORCED`` (take
-    ``forced[p]`` and score it) or ``STATS_ONLY`` (take ``forced[p]``, evaluate nothing).
-    Rows listed in the sorted ``anchor_rows`` (only with an empty ``index``) keep
-    ``anchor_labels`` and are not scored. Writes ``out[p]``, and per block ``b`` of
+    from the normalised probabilities with :func:`row_uniform`), ``ARGMAX`` (the most
+    probable component, the first on ties), ``SCORE_FORCED`` (take ``forced[p]`` and
+    score it) or ``STATS_ONLY`` (take ``forced[p]``, evaluate nothing).
+    With a non-empty ``old_labels`` (the row step, ``index`` empty) the draw is Walker's
+    slice step: the slice of row ``r`` is ``log u = log row_uniform(slice_key, r) +
+    log_pi[old_labels[r]]`` and only components with ``log_pi[c] > log u`` are
+    candidates (``log_consts`` then holds no weight). Writes ``out[p]``, and per block ``b`` of
     ``block_size`` positions: ``counts[b, c]``, ``sums[b, c] = sum (x - shift)``,
     ``scatters[b, c]`` (lower triangle of ``sum (x - shift)(x - shift)^T``) and ``log_q[b]``,
     the log probability of the components taken (``SCORE_FORCED``/``SAMPLE``). The block
@@ -75,28 +79,27 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
     C = means.shape[0]
     n_blocks = counts.shape[0]
     use_index = index.shape[0] > 0
-    n_anchors = anchor_rows.shape[0]
+    use_slice = old_labels.shape[0] > 0
     for b in prange(n_blocks):
         logp = np.empty(C)
         prob = np.empty(C)
         diff = np.empty(D)
         start = b * block_size
         stop = min(n, start + block_size)
-        q = np.searchsorted(anchor_rows, start) if n_anchors > 0 else 0
         acc_q = 0.0
         for p in range(start, stop):
             r = index[p] if use_index else p
-            is_anchor = False
-            if q < n_anchors and anchor_rows[q] == r:
-                is_anchor = True
-            if is_anchor:
-                k = anchor_labels[q]
-                q += 1
-            elif mode == STATS_ONLY:
+            if mode == STATS_ONLY:
                 k = forced[p]
             else:
+                log_u = -np.inf
+                if use_slice:
+                    log_u = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
                 best = -np.inf
                 for c in range(C):
+                    if use_slice and not log_pi[c] > log_u:
+                        logp[c] = -np.inf
+                        continue
                     quad = 0.0
                     for a in range(D):
                         acc = 0.0
@@ -111,7 +114,12 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
                 for c in range(C):
                     prob[c] = math.exp(logp[c] - best)
                     total += prob[c]
-                if mode == SAMPLE:
+                if mode == ARGMAX:
+                    k = 0
+                    for c in range(1, C):
+                        if logp[c] > logp[k]:
+                            k = c
+                elif mode == SAMPLE:
                     u = row_uniform(key, r) * total
                     k = C - 1
                     cum = 0.0
@@ -134,15 +142,17 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
         log_q[b] = acc_q
 
 
-@njit(cache=True)
-def find_anchors(labels, ranks, out):
-    """``out[k]`` = the row of cluster ``k`` that is its ``ranks[k]``-th in row order."""
-    seen = np.zeros(ranks.shape[0], dtype=np.int64)
-    for r in range(labels.shape[0]):
-        k = labels[r]
-        if seen[k] == ranks[k]:
-            out[k] = r
-        seen[k] += 1
+@njit(cache=True, parallel=True)
+def lowest_log_slices(old_labels, log_pi, slice_key, block_size, out):
+    """``out[b]`` = the lowest log slice (see :func:`assign_blocks`) of block ``b``."""
+    N = old_labels.shape[0]
+    for b in prange(out.shape[0]):
+        low = np.inf
+        for r in range(b * block_size, min(N, (b + 1) * block_size)):
+            v = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
+            if v < low:
+                low = v
+        out[b] = low
 
 
 @njit(cache=True)
@@ -157,3 +167,34 @@ def pair_members(labels, ci, cj, i, j, members, side):
             side[m] = 0 if k == ci else 1
             m += 1
     return m
+
+
+@njit(cache=True)
+def nth_row(labels, k, rank, skip):
+    """The row of cluster ``k`` that is its ``rank``-th in row order, not counting the
+    row ``skip`` (-1 for none)."""
+    seen = 0
+    for r in range(labels.shape[0]):
+        if labels[r] == k and r != skip:
+            if seen == rank:
+                return r
+            seen += 1
+    return -1
+
+
+@njit(cache=True)
+def centrality(X, rows, side, means, chols, out):
+    """``out[p] = -|chols[s]^T (x - means[s])|^2 / 2`` for row ``rows[p]`` and
+    ``s = side[p]``: how central a row is in its (sub-)cluster, which makes the anchors
+    of a merge proposal likely to sit near their clusters' middles."""
+    D = X.shape[1]
+    for p in range(rows.shape[0]):
+        r = rows[p]
+        s = side[p]
+        quad = 0.0
+        for a in range(D):
+            acc = 0.0
+            for e in range(a, D):
+                acc += chols[s, e, a] * (X[r, e] - means[s, e])
+            quad += acc * acc
+        out[p] = -0.5 * quad

@@ -105,13 +105,17 @@ from sklearn.utils._param_validation import Interval
 
 from ..._memory import check_allocation
 from ...likelihoods._normal_wishart_kernels import cholesky_lower
+from ...likelihoods.normal_wishart import _log_mvgamma
 from ._dp_base import BaseDPSolver, MixtureState
 from ._dp_subcluster_kernels import (
+    ARGMAX,
     SAMPLE,
     SCORE_FORCED,
     STATS_ONLY,
     assign_blocks,
-    find_anchors,
+    centrality,
+    lowest_log_slices,
+    nth_row,
     pair_members,
 )
 
@@ -119,8 +123,28 @@ __all__ = ["SubClusterDP"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
+_EMPTY_FLOAT = np.zeros(0)
+
+
+class _OneComponent(dict):
+    """Dummy single-component arguments for the STATS_ONLY passes, by n_features."""
+
+    def __missing__(self, D):
+        self[D] = value = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
+        return value
+
+
+_ONE_COMPONENT = _OneComponent()
 #: Prior count of each sub-cluster's weight in the proposals' scans (Dir(m_A + 1, m_B + 1)).
 _SUB_PRIOR = 1.0
+#: Weight of the merge partner chosen by the softmax of the merge scores (the rest is a
+#: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
+#: probability of at least ``(1 - _GREEDY) / (K - 1)``).
+_GREEDY = 0.5
+#: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
+_MAX_EXTRA_ATOMS = 10000
+#: Precision of the launch components relative to the union's (see _launch_components).
+_LAUNCH_SHARPNESS = 4.0
 
 
 class _NormalWishartModel:
@@ -194,6 +218,11 @@ class SubClusterDP(BaseDPSolver):
     #: Splits whole clusters, so a chain can start with every row in one cluster.
     proposes_splits = True
     block_size = 2**16
+    #: The auxiliary sub-cluster parameters of a proposal follow the sub-cluster
+    #: posteriors given their statistics scaled by ``min(1, aux_rows / sqrt(n))`` (``n``
+    #: the rows of the two clusters), so that the (tempered) posteriors given the
+    #: deterministic split and given the current or proposed split overlap at any ``n``.
+    aux_rows = 3.0
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
@@ -221,8 +250,7 @@ class SubClusterDP(BaseDPSolver):
     def _blocks(self, n):
         return max(1, -(-int(n) // int(self.block_size)))
 
-    def _pass(self, X, shift, index, n, comps, key, forced, mode, anchors, anchor_labels,
-              out, C):
+    def _pass(self, X, shift, index, n, comps, key, forced, mode, out, C, slice_args=None):
         """One :func:`assign_blocks` pass; returns per-block statistics combined in block
         order: ``(counts (C,), sums (C, D), scatters (C, D, D), log_q)``."""
         D = X.shape[1]
@@ -232,9 +260,11 @@ class SubClusterDP(BaseDPSolver):
         sums = np.zeros((n_blocks, C, D))
         scatters = np.zeros((n_blocks, C, D, D))
         log_q = np.zeros(n_blocks)
+        old_labels, log_pi, slice_key = (
+            (_EMPTY_INT, _EMPTY_FLOAT, 0) if slice_args is None else slice_args)
         assign_blocks(X, shift, index, np.int64(n), means, chols, log_consts,
-                      np.uint64(key), forced, mode, anchors, anchor_labels, out,
-                      np.int64(self.block_size), counts, sums, scatters, log_q)
+                      np.uint64(key), forced, mode, old_labels, log_pi, np.uint64(slice_key),
+                      out, np.int64(self.block_size), counts, sums, scatters, log_q)
         # combine in block order (the same bits for any thread count)
         total_counts = counts[0].copy()
         total_sums = sums[0].copy()
@@ -267,7 +297,7 @@ class SubClusterDP(BaseDPSolver):
         state.stats["shift"] = shift
         state.stats["buffer"] = np.empty(N, dtype=np.int64)
         self._recompute(state, K)
-        state.stats["subcluster"] = {"row_steps_accepted": 0, "splits_proposed": 0,
+        state.stats["subcluster"] = {"splits_proposed": 0,
                                      "splits_accepted": 0, "merges_accepted": 0,
                                      "proposals": 0}
         return state
@@ -277,7 +307,7 @@ class SubClusterDP(BaseDPSolver):
         comps = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
         counts, sums, scatters, _ = self._pass(
             state.X, state.stats["shift"], _EMPTY_INT, state.X.shape[0], comps, 0,
-            state.labels, STATS_ONLY, _EMPTY_INT, _EMPTY_INT, state.stats["buffer"], K)
+            state.labels, STATS_ONLY, state.stats["buffer"], K)
         state.stats["counts"], state.stats["sums"] = counts, sums
         state.stats["scatters"] = scatters
 
@@ -309,29 +339,108 @@ class SubClusterDP(BaseDPSolver):
         return means, chols, log_consts
 
     def _row_step(self, state, model, rng):
+        """Every row at once given the weights and parameters: Walker's slice step on the
+        finite representation of ``G | c`` (module docstring, steps 1-2)."""
         st = state.stats
         K = state.n_clusters
-        if K == 1:
-            st["subcluster"]["row_steps_accepted"] += 1
-            return  # every row stays: nothing to draw
         counts = st["counts"]
-        log_weights = np.log(rng.standard_gamma(counts.astype(float)))
-        comps = self._draw_components(model, counts, st["sums"], st["scatters"],
-                                      st["shift"], log_weights, rng)
-        ranks = np.minimum((rng.random(K) * counts).astype(np.int64), counts - 1)
-        anchors = np.empty(K, dtype=np.int64)
-        find_anchors(state.labels, ranks, anchors)
-        order = np.argsort(anchors, kind="stable")
+        alpha = float(state.alpha)
+        # (pi_1 .. pi_K, pi_rest) ~ Dir(n_1 .. n_K, alpha), in logs
+        gammas = rng.standard_gamma(np.append(counts.astype(float), alpha))
+        log_total = math.log(float(np.sum(gammas)))
+        log_pi = np.log(gammas[:K]) - log_total
+        log_rest = math.log(gammas[K]) - log_total if gammas[K] > 0 else -np.inf
+        slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        lows = np.empty(self._blocks(state.X.shape[0]))
+        lowest_log_slices(state.labels, log_pi, np.uint64(slice_key),
+                          np.int64(self.block_size), lows)
+        lowest = float(lows.min())
+        # break the rest of the stick (G's unoccupied atoms, GEM(alpha)) until it is
+        # below every slice: no unrepresented atom can then be above a slice
+        extra = []
+        while log_rest >= lowest:
+            v = rng.beta(1.0, alpha)
+            extra.append(log_rest + math.log(v) if v > 0 else -np.inf)
+            log_rest += math.log1p(-v) if v < 1 else -np.inf
+            if len(extra) > _MAX_EXTRA_ATOMS:
+                raise RuntimeError(
+                    f"the slice step needed more than {_MAX_EXTRA_ATOMS} empty components "
+                    f"(alpha={alpha:g}); the chain's alpha is implausibly large.")
+        C = K + len(extra)
+        all_log_pi = np.concatenate([log_pi, np.array(extra, dtype=float)])
+        sizes = np.concatenate([counts, np.zeros(len(extra), dtype=np.int64)])
+        D = state.X.shape[1]
+        sums = np.concatenate([st["sums"], np.zeros((len(extra), D))])
+        scatters = np.concatenate([st["scatters"], np.zeros((len(extra), D, D))])
+        comps = self._draw_components(model, sizes, sums, scatters, st["shift"],
+                                      np.zeros(C), rng)
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         buffer = st["buffer"]
-        new_counts, sums, scatters, _ = self._pass(
+        new_counts, new_sums, new_scatters, _ = self._pass(
             state.X, st["shift"], _EMPTY_INT, state.X.shape[0], comps, key, _EMPTY_INT,
-            SAMPLE, np.ascontiguousarray(anchors[order]), order.astype(np.int64), buffer, K)
-        log_ratio = float(np.sum(np.log(counts) - np.log(new_counts)))
-        if math.log(rng.random()) < log_ratio:
-            st["buffer"], state.labels = state.labels, buffer
-            st["counts"], st["sums"], st["scatters"] = new_counts, sums, scatters
-            st["subcluster"]["row_steps_accepted"] += 1
+            SAMPLE, buffer, C, slice_args=(state.labels, all_log_pi, slice_key))
+        st["buffer"], state.labels = state.labels, buffer
+        keep = new_counts > 0
+        st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+        state.n_clusters = C
+        if not keep.all():
+            self._drop_empty(state)
+
+    def _merge_scores(self, model, counts, sums, scatters, shift, a):
+        """``log`` of the DP posterior ratio of merging cluster ``a`` with each cluster
+        (``-inf`` for ``a`` itself and empty clusters), without the ``-log alpha``."""
+        K = counts.shape[0]
+        out = np.full(K, -np.inf)
+        la = model.log_marginal(int(counts[a]), sums[a], scatters[a], shift)
+        for b in range(K):
+            if b == a or counts[b] == 0:
+                continue
+            n = counts[a] + counts[b]
+            out[b] = (
+                math.lgamma(n) - math.lgamma(counts[a]) - math.lgamma(counts[b])
+                + model.log_marginal(int(n), sums[a] + sums[b], scatters[a] + scatters[b],
+                                     shift)
+                - la - model.log_marginal(int(counts[b]), sums[b], scatters[b], shift)
+            )
+        return out
+
+    def _partner_log_probs(self, scores):
+        """``log P(B | A)`` of the merge partner: a mixture of the uniform choice among the
+        other occupied clusters and the softmax of the merge scores (``_GREEDY``)."""
+        live = np.isfinite(scores)
+        n_live = int(live.sum())
+        out = np.full(scores.shape[0], -np.inf)
+        if n_live == 0:
+            return out
+        top = scores[live].max()
+        soft = np.exp(scores[live] - top)
+        soft /= soft.sum()
+        out[live] = np.log((1.0 - _GREEDY) / n_live + _GREEDY * soft)
+        return out
+
+    def _anchor_log_weights(self, model, X, rows, side, counts, sums, scatters, shift):
+        """Log centrality of each row in ``rows`` within its cluster (``side`` 0 or 1, the
+        two clusters' statistics given), and the log normaliser of each cluster: the
+        anchors of a merge are drawn with these probabilities (module docstring)."""
+        D = X.shape[1]
+        means = np.empty((2, D))
+        chols = np.empty((2, D, D))
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                int(counts[t]), sums[t], scatters[t], shift)
+            means[t] = sums[t] / counts[t] + shift
+            # the precision whose inverse is W* / (beta + n): positive definite for any n
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            chols[t] = P
+        out = np.empty(rows.shape[0])
+        centrality(X, rows, side, means, chols, out)
+        norms = np.empty(2)
+        for t in range(2):
+            w = out[side == t]
+            top = w.max()
+            norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
+        return out, norms
 
     def _propose(self, state, model, rng):
         """One split-merge proposal (module docstring, step 3)."""
@@ -341,68 +450,125 @@ class SubClusterDP(BaseDPSolver):
         if N < 2:
             return
         st["subcluster"]["proposals"] += 1
-        i = int(rng.random() * N)
-        j = int(rng.random() * (N - 1))
-        if j >= i:
-            j += 1
-        ci, cj = int(labels[i]), int(labels[j])
-        members = st["buffer"]  # scratch: the buffer is free between row steps
-        current = np.empty(N, dtype=np.int64) if "side" not in st else st["side"]
-        st["side"] = current
-        m = int(pair_members(labels, ci, cj, i, j, members, current))
-        members = members[:m].copy()
-        current = current[:m]
+        counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
+        split = rng.random() < 0.5
+        first = int(rng.random() * N)
+        ci = int(labels[first])
+        scratch = st["buffer"]  # free between row steps
+        if "side" not in st:
+            st["side"] = np.empty(N, dtype=np.int64)
+        if split:
+            if counts[ci] < 2:
+                return
+            i = first
+            j = int(nth_row(labels, ci, int(rng.random() * (counts[ci] - 1)), i))
+            cj = ci
+            m = int(pair_members(labels, ci, cj, i, j, scratch, st["side"]))
+            members = scratch[:m].copy()
+            current = st["side"][:m].copy()
+        else:
+            if np.count_nonzero(counts) < 2:
+                return
+            log_p = self._partner_log_probs(
+                self._merge_scores(model, counts, sums, scatters, shift, ci))
+            p = np.exp(log_p)
+            cj = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+            cj = min(cj, p.shape[0] - 1)
+            while not np.isfinite(log_p[cj]):  # rounding at the top end
+                cj -= 1
+            n_all = int(pair_members(labels, ci, cj, -1, -1, scratch, st["side"]))
+            rows, sides = scratch[:n_all].copy(), st["side"][:n_all].copy()
+            pair = np.array([ci, cj])
+            log_w, norms = self._anchor_log_weights(
+                model, X, rows, sides, counts[pair], sums[pair], scatters[pair], shift)
+            picks = []
+            for t in range(2):
+                at = np.flatnonzero(sides == t)
+                w = np.exp(log_w[at] - norms[t])
+                q = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(),
+                                            side="right")), at.size - 1)
+                picks.append(int(at[q]))
+            i, j = int(rows[picks[0]]), int(rows[picks[1]])
+            log_pick = (float(log_p[cj]) + math.log(counts[ci])
+                        + log_w[picks[0]] - norms[0] + log_w[picks[1]] - norms[1])
+            keep = np.ones(n_all, dtype=bool)
+            keep[picks] = False
+            members, current = rows[keep], sides[keep]
+            m = members.shape[0]
+        # -- the deterministic split V of the union (depends on i, j and its rows only)
         x_i, x_j = X[i] - shift, X[j] - shift
         anchor_stats = (
-            (np.array([1, 1], dtype=np.int64), np.stack([x_i, x_j]),
-             np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))]))
-        )
-        sub_counts, sub_sums, sub_scatters = anchor_stats
+            np.array([1, 1], dtype=np.int64), np.stack([x_i, x_j]),
+            np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))]))
         side = np.empty(m, dtype=np.int64)
-        for _ in range(int(self.n_intermediate) + 1):
-            comps = self._sub_components(model, sub_counts, sub_sums, sub_scatters, shift,
-                                         rng)
-            key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            c, s, q, _ = self._pass(X, shift, members, m, comps, key, _EMPTY_INT, SAMPLE,
-                                    _EMPTY_INT, _EMPTY_INT, side, 2)
-            sub_counts = anchor_stats[0] + c
-            sub_sums = anchor_stats[1] + s
-            sub_scatters = anchor_stats[2] + q
-        comps = self._sub_components(model, sub_counts, sub_sums, sub_scatters, shift, rng)
+        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
+        u_n, u_s, u_q, _ = self._pass(X, shift, union_rows, m + 2, _ONE_COMPONENT[D], 0,
+                                      np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
+                                      np.empty(m + 2, dtype=np.int64), 1)
+        comps = self._launch_components(model, X[i], X[j], int(u_n[0]), u_s[0], u_q[0],
+                                        shift)
+        v_n, v_s, v_q = anchor_stats
+        for scan in range(int(self.n_intermediate) + 1):
+            if scan > 0:
+                comps = self._mode_components(model, v_n, v_s, v_q, shift)
+            c, s_, q_, _ = self._pass(X, shift, members, m, comps, 0, _EMPTY_INT, ARGMAX,
+                                      side, 2)
+            v_n, v_s, v_q = (anchor_stats[0] + c, anchor_stats[1] + s_,
+                             anchor_stats[2] + q_)
+        lam = min(1.0, float(self.aux_rows) / math.sqrt(m + 2.0))
+        v_post = self._posteriors(model, v_n, v_s, v_q, shift, lam)
         log_alpha = math.log(state.alpha)
-        counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
-        if ci == cj:
+        if split:
             st["subcluster"]["splits_proposed"] += 1
+            phi = self._draw_phi(model, v_post, lam * v_n, rng)
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            c, s, q, log_q = self._pass(X, shift, members, m, comps, key, _EMPTY_INT,
-                                        SAMPLE, _EMPTY_INT, _EMPTY_INT, side, 2)
+            c, s_, q_, log_q = self._pass(X, shift, members, m, phi[:3], key, _EMPTY_INT,
+                                          SAMPLE, side, 2)
             n_ab = anchor_stats[0] + c
-            s_ab = anchor_stats[1] + s
-            q_ab = anchor_stats[2] + q
+            s_ab = anchor_stats[1] + s_
+            q_ab = anchor_stats[2] + q_
+            ab_post = self._posteriors(model, n_ab, s_ab, q_ab, shift, lam)
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
                 + model.log_marginal(int(n_ab[0]), s_ab[0], q_ab[0], shift)
                 + model.log_marginal(int(n_ab[1]), s_ab[1], q_ab[1], shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
+                + self._log_phi(model, phi, ab_post, lam * n_ab)
+                - self._log_phi(model, phi, v_post, lam * v_n)
                 - log_q
             )
+            # The reverse merge's choice of (i, j): cluster A of i (a uniform row), B given
+            # A, then i and j by centrality in A and B; this split chose i uniformly and j
+            # uniformly among the other rows.
+            new_counts = np.append(counts, n_ab[0])
+            new_counts[ci] = n_ab[1]
+            new_sums = np.concatenate([sums, s_ab[:1]])
+            new_sums[ci] = s_ab[1]
+            new_scatters = np.concatenate([scatters, q_ab[:1]])
+            new_scatters[ci] = q_ab[1]
+            new = state.n_clusters
+            reverse = self._partner_log_probs(self._merge_scores(
+                model, new_counts, new_sums, new_scatters, shift, new))[ci]
+            sides = np.concatenate([[0, 1], side])
+            log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
+                                                    s_ab, q_ab, shift)
+            log_ratio += (math.log(counts[ci] - 1.0) + reverse + math.log(n_ab[0])
+                          + log_w[0] - norms[0] + log_w[1] - norms[1])
             if math.log(rng.random()) < log_ratio:
-                new = state.n_clusters
                 labels[i] = new
                 labels[members[side == 0]] = new
-                st["counts"] = np.append(counts, n_ab[0])
-                st["counts"][ci] = n_ab[1]
-                st["sums"] = np.concatenate([sums, s_ab[:1]])
-                st["sums"][ci] = s_ab[1]
-                st["scatters"] = np.concatenate([scatters, q_ab[:1]])
-                st["scatters"][ci] = q_ab[1]
+                st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
                 state.n_clusters += 1
                 st["subcluster"]["splits_accepted"] += 1
         else:
-            _, _, _, log_q = self._pass(X, shift, members, m, comps, 0, current,
-                                        SCORE_FORCED, _EMPTY_INT, _EMPTY_INT, side, 2)
+            pair = np.array([ci, cj])
+            ab_n, ab_s, ab_q = counts[pair], sums[pair], scatters[pair]
+            ab_post = self._posteriors(model, ab_n, ab_s, ab_q, shift, lam)
+            phi = self._draw_phi(model, ab_post, lam * ab_n, rng)
+            _, _, _, log_q = self._pass(X, shift, members, m, phi[:3], 0, current,
+                                        SCORE_FORCED, side, 2)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -412,7 +578,10 @@ class SubClusterDP(BaseDPSolver):
                 + model.log_marginal(int(n_c), s_c, q_c, shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
                 - model.log_marginal(int(counts[cj]), sums[cj], scatters[cj], shift)
+                + self._log_phi(model, phi, v_post, lam * v_n)
+                - self._log_phi(model, phi, ab_post, lam * ab_n)
                 + log_q
+                - math.log(n_c - 1.0) - log_pick
             )
             if math.log(rng.random()) < log_ratio:
                 labels[j] = ci
@@ -423,19 +592,98 @@ class SubClusterDP(BaseDPSolver):
                 scatters[cj] = 0.0
                 st["subcluster"]["merges_accepted"] += 1
 
-    def _sub_components(self, model, counts, sums, scatters, shift, rng):
-        """Weights ``Dir(m_A + 1, m_B + 1)`` and parameters of the two sub-clusters of a
-        proposal, given their statistics."""
-        log_w = np.log(rng.standard_gamma(counts.astype(float) + _SUB_PRIOR))
-        return self._draw_components(model, counts, sums, scatters, shift, log_w, rng)
+    # -- the auxiliary sub-cluster parameters phi = (w, mu_0, S_0, mu_1, S_1) -------------
+    @staticmethod
+    def _posteriors(model, counts, sums, scatters, shift, lam):
+        """Per side: ``(n, xi*, W*, chol(W*), log|W*|)`` of the Normal-Wishart posterior
+        given the side's statistics scaled by ``lam`` (a tempered posterior)."""
+        out = []
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                lam * float(counts[t]), lam * sums[t], lam * scatters[t], shift)
+            L, ok = cholesky_lower(np.ascontiguousarray(W_star))
+            out.append((n, mean, W_star, L, 2.0 * float(np.sum(np.log(np.diag(L))))))
+        return out
+
+    @staticmethod
+    def _draw_phi(model, post, counts, rng):
+        """``phi ~ p_sub(. | split)``: ``(w_0, w_1) ~ Dir(n_0 + 1, n_1 + 1)`` and each
+        side's ``(mu, S)`` from its posterior. Returns the kernel's components
+        ``(means, chols, log_consts)`` and ``(log_w, precisions)``."""
+        g = rng.standard_gamma(np.asarray(counts, dtype=float) + _SUB_PRIOR)
+        log_w = np.log(g) - math.log(float(g.sum()))
+        D = post[0][1].shape[0]
+        means, chols = np.empty((2, D)), np.empty((2, D, D))
+        precisions, log_consts = np.empty((2, D, D)), np.empty(2)
+        for t in range(2):
+            n, mean, _, L, _ = post[t]
+            mu, S = model.base.sample_posterior_from_statistics(n, mean, L, rng)
+            P, ok = cholesky_lower(np.ascontiguousarray(S))
+            means[t], chols[t], precisions[t] = mu, P, S
+            log_consts[t] = (log_w[t] + float(np.sum(np.log(np.diag(P))))
+                             - 0.5 * D * _LOG_2PI)
+        return means, chols, log_consts, log_w, precisions
+
+    @staticmethod
+    def _log_phi(model, phi, post, counts):
+        """``log p_sub(phi | split)``: the Beta density of ``w_0`` and each side's
+        Normal-Wishart posterior density of ``(mu, S)``."""
+        means, chols, _, log_w, precisions = phi
+        a, b = counts[0] + _SUB_PRIOR, counts[1] + _SUB_PRIOR
+        value = ((a - 1.0) * log_w[0] + (b - 1.0) * log_w[1]
+                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
+        base = model.base
+        D = means.shape[1]
+        for t in range(2):
+            n, mean, W_star, _, logdet_W = post[t]
+            kappa = base.precision_scaling_ + n
+            nu = base.dof_ + n
+            logdet_S = 2.0 * float(np.sum(np.log(np.diag(chols[t]))))
+            d = means[t] - mean
+            value += (
+                0.5 * (nu - D - 1.0) * logdet_S - 0.5 * float(np.sum(W_star * precisions[t]))
+                - 0.5 * nu * D * math.log(2.0) + 0.5 * nu * logdet_W
+                - _log_mvgamma(0.5 * nu, D)
+                - 0.5 * D * _LOG_2PI + 0.5 * D * math.log(kappa) + 0.5 * logdet_S
+                - 0.5 * kappa * float(d @ precisions[t] @ d)
+            )
+        return value
+
+    @staticmethod
+    def _mode_components(model, counts, sums, scatters, shift):
+        """The deterministic scans' components: each side's posterior mean and expected
+        precision ``(beta + n) W*^-1``, weights proportional to the sides' sizes."""
+        D = sums.shape[1]
+        means, chols, log_consts = np.empty((2, D)), np.empty((2, D, D)), np.empty(2)
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                int(counts[t]), sums[t], scatters[t], shift)
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            means[t], chols[t] = mean, P
+            log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
+        return means, chols, log_consts
+
+    def _launch_components(self, model, x_i, x_j, n, total, scatter, shift):
+        """The first scan's two components: Gaussians at the anchor rows with the
+        precision ``_LAUNCH_SHARPNESS (beta + n) W*^-1`` of the union's posterior (its
+        statistics summed over its rows in row order, so a split and its reverse merge
+        compute the same numbers), equal weights."""
+        n, _, W_star = model.base.posterior_statistics_from_sums(n, total, scatter, shift)
+        P, ok = cholesky_lower(np.ascontiguousarray(
+            np.linalg.inv(W_star) * (_LAUNCH_SHARPNESS * (model.base.dof_ + n))))
+        return (np.ascontiguousarray(np.stack([x_i, x_j])),
+                np.ascontiguousarray(np.stack([P, P])), np.zeros(2))
 
     def _compact(self, state):
         """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""
+        if not (state.stats["counts"] > 0).all():
+            self._drop_empty(state)
+
+    def _drop_empty(self, state):
         st = state.stats
         counts = st["counts"]
         keep = counts > 0
-        if keep.all():
-            return
         lookup = np.cumsum(keep) - 1
         state.labels[:] = lookup[state.labels]
         st["counts"] = counts[keep].copy()
