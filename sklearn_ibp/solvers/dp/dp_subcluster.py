@@ -1,97 +1,116 @@
 """Parallel sub-cluster split-merge sampling for the conjugate DP mixture of Gaussians,
 after Chang and Fisher (2013, "Parallel sampling of DP mixture models using sub-cluster
-splits", NIPS), made exact.
+splits", NIPS), with every move exact.
 
 Chang and Fisher make a DP mixture sampler parallel by representing the weights and
-parameters of the occupied clusters: given them the rows are independent, so every row is
-drawn at once (in parallel), and clusters are created and removed only by split and merge
-moves accepted by Metropolis-Hastings, the splits proposed along two *sub-clusters* that
-every cluster carries. This solver keeps the first idea as it is and builds the
-sub-clusters of each proposal afresh, so that every step leaves the DP posterior over
-partitions invariant (checked by enumeration in the tests).
+parameters of the clusters: given them the rows are independent, so every row is drawn at
+once (in parallel), and clusters are created and removed by split and merge moves that
+Metropolis-Hastings accepts, the splits proposed along two *sub-clusters* of a cluster.
+This solver keeps that structure; the sub-clusters of a proposal are built for that
+proposal (see "Why not persistent sub-clusters" below), and each move leaves the DP
+posterior over partitions invariant (checked by enumeration in the tests).
 
 One iteration (``sweep``)
 -------------------------
-The state is the partition ``c`` with its per-cluster sufficient statistics (count, sum
-and scatter of the rows). With ``K`` occupied clusters:
+The state is the partition ``c`` and each cluster's sufficient statistics (count, sum and
+scatter of its rows). With ``K`` clusters of sizes ``n_k``:
 
-1. **Weights and parameters given the partition.** Given ``c`` the random measure of
-   the DP has weights ``(pi_1 .. pi_K, pi_rest) ~ Dir(n_1 .. n_K, alpha)`` on the occupied
-   clusters and the rest (Görür 2007, sec. 3.2.2, the finite representation of the
-   posterior of ``G``), and ``theta_k | X_k`` is the Normal-Wishart posterior (sec.
-   3.3.1). Only ``pi_k`` relative to each other is needed below (the rows are
-   restricted to the occupied clusters), so ``pi_k ~ Gamma(n_k)`` unnormalised.
-2. **Rows, all at once.** The rows are independent given the measure:
-   ``P(c_i = k) ~ pi_k N(x_i | theta_k)``. Restricting them to the ``K`` occupied
-   clusters (the reverse of a move must be possible, so no cluster may empty) is done
-   with an auxiliary *anchor* per cluster: ``a_k`` uniform among the rows of cluster
-   ``k``, ``p(a | c) = prod_k 1 / n_k``. Given the anchors every other row is drawn from
-   its restricted conditional, independently (the parallel step), and the anchors stay.
-   The proposal and its reverse use the same anchors, and the rows' terms cancel against
-   the target, leaving the Metropolis-Hastings ratio ``prod_k n_k / n'_k`` (``n'`` the
-   new counts) from ``p(a | c)``: the row step is accepted whole with probability
-   ``min(1, prod_k n_k / n'_k)``, which is close to one once the counts settle (it only
-   checks that the anchors were not the reason a cluster grew or shrank).
-3. **Split-merge proposals** (``n_proposals`` of them), restricted-Gibbs in the manner of
-   Jain and Neal (2004), with the restricted scans *blocked* as in Chang and Fisher: two
-   rows ``i != j`` are drawn uniformly; ``S`` are the other rows of their clusters. The
-   *launch* gives ``i`` to sub-cluster A and ``j`` to B; sub-cluster weights
-   ``(w_A, w_B) ~ Dir(m_A + 1, m_B + 1)`` and parameters ``theta_A | X_A``,
-   ``theta_B | X_B`` are drawn given the rows each holds (at first only its anchor row),
-   then every row of ``S`` is drawn at once, ``P(s_r = A) ~ w_A N(x_r | theta_A)``; this
-   is repeated ``n_intermediate`` times and the sub-cluster weights and parameters are
-   drawn once more, ``phi``. All of it depends only on ``i``, ``j``, the rows of ``S``
-   and fresh random numbers, never on how ``S`` is currently split between the two
-   clusters, so a split and its reverse merge draw ``phi`` from the same distribution;
-   ``phi`` is an auxiliary variable of the move, and given it the split proposes
-   ``s_r ~ q(s_r | x_r, phi)`` independently with ``q(s | phi) = prod_r q(s_r | x_r,
-   phi)``. The acceptance ratios (``m(.)`` the Normal-Wishart marginal likelihood,
-   Görür 2007 sec. 3.3.2) are
+1. **Weights and parameters given the partition.** Given ``c`` the DP's random measure
+   ``G`` has weights ``(pi_1 .. pi_K, pi_rest) ~ Dir(n_1 .. n_K, alpha)`` on the clusters
+   and the rest, the rest being ``pi_rest`` times an independent ``DP(alpha, G_0)``
+   (GEM(alpha) weights, atoms from ``G_0``), and ``theta_k | X_k`` is the Normal-Wishart
+   posterior (Görür 2007, secs. 3.2.2 and 3.3.1).
+2. **Rows, all at once: Walker's slice step** (Walker 2007; Görür 2007, Algorithm 10) on
+   that representation: ``u_i ~ U(0, pi_{c_i})``; the rest of the stick is broken into
+   atoms drawn from ``G_0`` until what is left is below every ``u_i``; then each row,
+   independently, ``P(c_i = k) ~ 1{pi_k > u_i} N(x_i | theta_k)``. Exact, so a cluster
+   can empty (it is dropped) and a row can open a new cluster (one of the rest's atoms).
+3. **Split-merge proposals** (``n_proposals``). A proposal picks two rows ``i != j`` and
+   works on the union ``U`` of their clusters (``S = U - {i, j}``):
 
-   * split of a cluster ``C = A u B`` (``c_i = c_j``):
-     ``alpha Gamma(n_A) Gamma(n_B) / Gamma(n_C) m(X_A) m(X_B) / m(X_C) / q(s | phi)``;
-   * merge of clusters ``A`` and ``B`` (``c_i != c_j``):
-     ``Gamma(n_C) / (alpha Gamma(n_A) Gamma(n_B)) m(X_C) / (m(X_A) m(X_B)) q(s* | phi)``
-     with ``s*`` the current allocation of ``S``.
+   * a *split* (probability 1/2): ``i`` uniform over the rows, ``j`` uniform over the
+     other rows of its cluster ``C``;
+   * a *merge* (probability 1/2): ``i`` uniform over the rows (its cluster ``A``), the
+     partner cluster ``B`` with probability ``P(B | A)`` (half uniform over the other
+     clusters, half the softmax of the clusters' merge scores, the log DP posterior ratio
+     of merging them), and ``i`` and ``j`` inside ``A`` and ``B`` with probabilities
+     proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of the row from its
+     cluster's mean (central rows are likelier anchors).
 
-   The first factor of each is the ratio of the DP posteriors of the two partitions (CRP
-   prior times marginal likelihoods), the second the proposal's: the move on the space
-   extended by ``phi`` (whose distribution does not depend on the current state) is a
-   Metropolis-Hastings move whose reverse is the merge with the same ``(i, j)`` and
-   ``phi``; the choice of ``(i, j)`` has the same probability both ways.
+   **A deterministic split ``V`` of ``U``**: ``i`` on side 0, ``j`` on side 1, each row of
+   ``S`` on the side whose Gaussian (at the anchor rows, with ``4 (beta + n) W*^-1`` the
+   union's posterior precision) is the more probable, then ``n_intermediate`` rounds of
+   the same with each side's posterior mean, expected precision and size. ``V`` depends
+   only on ``i``, ``j``, the rows of ``U`` and the data: a split and its reverse merge
+   compute the same ``V``.
+
+   **Auxiliary sub-cluster parameters** ``phi = (w, mu_0, S_0, mu_1, S_1)``. For any
+   division ``T`` of ``U`` in two sides, ``r(phi | T)`` is ``w ~ Dir(lam m_0 + 1,
+   lam m_1 + 1)`` times each side's Normal-Wishart posterior given its statistics scaled
+   by ``lam = min(1, aux_rows / sqrt(|U|))`` (a tempered posterior; ``m_t`` the sides'
+   sizes). The extended target is ``p(c | X) r(phi | T(c))`` with ``T(c) = V`` when
+   ``U`` is one cluster and ``T(c)`` = the current two clusters otherwise; ``phi`` is
+   drawn from it afresh for each proposal (a Gibbs step on the auxiliary variable).
+   Given ``phi`` each row of ``S`` takes side ``t`` with probability
+   ``q_r(t | phi) ~ w_t N(x_r | mu_t, S_t^-1)``.
+
+   * **Split** of ``C`` (``c_i = c_j``): ``phi ~ r(. | V)``; every row of ``S`` draws its
+     side from ``q_r`` (independently: one parallel pass), giving clusters ``A`` (with
+     ``i``) and ``B`` (with ``j``); ``phi`` is kept. Accepted with probability
+     ``min(1, R)``,
+
+     ``R = alpha Gamma(n_A) Gamma(n_B) / Gamma(n_C) * m(X_A) m(X_B) / m(X_C)
+     * r(phi | A, B) / (r(phi | V) q(A, B | phi)) * P_merge(i, j | c') / P_split(i, j | c)``
+
+     with ``q(A, B | phi) = prod_{r in S} q_r(side of r | phi)`` and ``m`` the
+     Normal-Wishart marginal likelihood (Görür 2007, sec. 3.3.2).
+   * **Merge** of ``A`` and ``B`` (``c_i != c_j``): ``phi ~ r(. | A, B)`` and the ratio is
+     the reverse of the split's, ``1 / R`` evaluated at the current ``A``, ``B`` and this
+     ``phi`` (``q`` is the probability that the split from ``phi`` reproduces the current
+     two clusters).
+
+   Detailed balance: from ``(c, phi)`` the split proposes ``(c', phi)`` with probability
+   ``P_split(i, j | c) q(A, B | phi)``, the merge from ``(c', phi)`` proposes ``(c, phi)``
+   with probability ``P_merge(i, j | c')``, and the ratio above is that of the extended
+   target times these, so the pair of moves is a Metropolis-Hastings move on
+   ``(c, phi)``; with ``phi`` refreshed from its conditional before each move, ``p(c | X)``
+   is invariant. Why ``phi`` is drawn given the current clusters in a merge (not given
+   ``V``, as Jain and Neal's launch state would be): then ``q`` of the current clusters is
+   as large as the rows' own assignment probabilities, and two halves of one Gaussian merge
+   (the posterior ratio pays for it); why tempered: the posteriors given ``V`` and given
+   the current clusters, each as sharp as ``1/sqrt(n)``, would otherwise not overlap for
+   large clusters.
 4. ``alpha`` given the number of clusters and the base's hyperparameters given parameters
-   drawn from the clusters' posteriors, as the other DP solvers (the estimator's loop,
+   drawn from the clusters' posteriors, as for the other DP solvers (the estimator's loop,
    :meth:`BaseDPSolver.update_state`).
 
-Why not Chang and Fisher's persistent sub-clusters
---------------------------------------------------
-Chang and Fisher keep the sub-cluster labels and parameters of every cluster in the
-state from one iteration to the next, learning them as the chain runs, and accept a split
-with the posterior ratio alone. For the augmented chain to leave the DP posterior
-invariant, the sub-cluster variables of cluster ``k`` need a conditional given the
-partition, and the one their Gibbs updates leave invariant is the posterior of a
-two-component mixture of ``X_k``, whose normaliser (the marginal likelihood of ``X_k``
-under that mixture, a sum over ``2^{n_k}`` sub-labellings) changes whenever a row joins
-or leaves the cluster: it enters the ratio of every row move and of every split and merge,
-and it cannot be computed. So here the sub-clusters live inside one proposal (its launch
-and scans) and are rebuilt for the next; on 8 well separated Gaussians a proposal's few
-blocked scans find the split as the persistent sub-clusters would. The optional random
-split moves of Chang and Fisher are not implemented.
+Why not persistent sub-clusters
+-------------------------------
+Chang and Fisher keep each cluster's sub-cluster labels and parameters from one iteration
+to the next and accept a split by the posterior ratio alone. For an augmented chain to
+leave the DP posterior invariant, the sub-cluster variables of cluster ``k`` need a
+conditional given the partition, and the one their Gibbs updates leave invariant is the
+posterior of a two-component mixture of ``X_k``, whose normaliser (a sum over the
+``2^{n_k}`` sub-labellings) changes whenever a row joins or leaves the cluster: it would
+enter the ratio of every row move and of every split and merge, and it cannot be computed.
+Here the sub-clusters live inside one proposal (``V`` and ``phi``); Chang and Fisher's
+optional random splits are not implemented.
 
 Parallelism and reproducibility
 -------------------------------
-The row step and every scan of a proposal are one pass of
-:func:`~sklearn_ibp.solvers.dp._dp_subcluster_kernels.assign_blocks` over fixed blocks of
-``block_size`` rows (2**16) in ``numba.prange``: the uniform of row ``r`` is a
-counter-based hash of ``(key, r)`` with the key drawn from the chain's generator, and the
-sufficient statistics are summed per block in row order and combined in block order, so
-the chain is the same, bit for bit, for any number of threads. Everything else (the
-weights, parameters, anchors, pairs and acceptances) is drawn from the chain's
+The row step and every pass of a proposal go through
+:func:`~sklearn_ibp.solvers.dp._dp_subcluster_kernels.assign_blocks`, over fixed blocks
+of ``block_size`` rows (2**16) in ``numba.prange``: the uniforms of row ``r`` are a
+counter-based hash of ``(key, r)`` with the keys drawn from the chain's generator, and
+the sufficient statistics are summed per block in row order and combined in block order,
+so the chain is the same, bit for bit, for any number of threads. Everything else (the
+weights, parameters, sticks, pairs and acceptances) is drawn from the chain's
 ``numpy.random.Generator`` in the driver.
 
 Bases: the conjugate Normal-Wishart base (``base="conjugate"``). The conditionally
-conjugate base and the factor analysers have no closed-form marginal likelihood, which
-the split and merge ratios need, so the estimator refuses them for this solver.
+conjugate base and the factor analysers have no closed-form marginal likelihood, which the
+split and merge ratios need (and the moves above integrate the cluster parameters out),
+so the estimator refuses them for this solver.
 """
 
 from __future__ import annotations
@@ -182,11 +201,12 @@ class SubClusterDP(BaseDPSolver):
     Parameters
     ----------
     n_proposals : int, default=4
-        Split-merge proposals per sweep, after the row step. Each costs
-        ``n_intermediate + 2`` passes over the rows of the one or two clusters involved.
+        Split-merge proposals per sweep, after the row step (half splits, half merges).
+        Each costs about ``n_intermediate + 4`` passes over the rows of the one or two
+        clusters involved.
     n_intermediate : int, default=3
-        Blocked scans of a proposal's two sub-clusters before the final one (the first
-        starts from the two anchor rows alone).
+        Refinements of a proposal's deterministic split after the first (nearest anchor)
+        assignment.
     n_threads : int, default=1
         Threads of the row step and the scans (numba ``prange`` over blocks of rows);
         -1 for numba's default (``NUMBA_NUM_THREADS``). The chain is bit-identical for
@@ -198,14 +218,18 @@ class SubClusterDP(BaseDPSolver):
     block_size : int
         Rows per block of the statistics (2**16); a class attribute, so a test can use
         tiny blocks. Any thread count gives the same bits for a given ``block_size``.
+    aux_rows : float
+        Tempering of the auxiliary sub-cluster parameters (module docstring; 3).
 
     Notes
     -----
-    ``state.stats["subcluster"]`` counts the row steps accepted, split proposals, accepted
-    splits and accepted merges since the chain started.
+    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits
+    and accepted merges since the chain started.
 
     References
     ----------
+    Walker, S. G. (2007). Sampling the Dirichlet mixture model with slices.
+    Communications in Statistics - Simulation and Computation 36, 45-54.
     Chang, J. and Fisher, J. W. (2013). Parallel sampling of DP mixture models using
     sub-cluster splits. Advances in Neural Information Processing Systems 26.
     Jain, S. and Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure for
