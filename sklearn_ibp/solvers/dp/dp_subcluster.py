@@ -30,7 +30,7 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
 
    * a *split* (probability 1/2): ``i`` uniform over the rows, ``j`` uniform over the
      other rows of its cluster ``C``;
-   * a *merge* (probability 1/2): ``i`` uniform over the rows (its cluster ``A``), the
+   * a *merge* (probability 1/2): a cluster ``A`` uniform over the clusters, the
      partner cluster ``B`` with probability ``P(B | A)`` (half uniform over the other
      clusters, half the softmax of the clusters' merge scores, the log DP posterior ratio
      of merging them), and ``i`` and ``j`` inside ``A`` and ``B`` with probabilities
@@ -477,22 +477,24 @@ class SubClusterDP(BaseDPSolver):
         counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
         split = rng.random() < 0.5
-        first = int(rng.random() * N)
-        ci = int(labels[first])
+        first = rng.random()
+        live = np.flatnonzero(counts > 0)
+        n_live = live.shape[0]
+        ci = int(labels[int(first * N)]) if split else int(live[int(first * n_live)])
         scratch = st["buffer"]  # free between row steps
         if "side" not in st:
             st["side"] = np.empty(N, dtype=np.int64)
         if split:
             if counts[ci] < 2:
                 return
-            i = first
+            i = int(first * N)
             j = int(nth_row(labels, ci, int(rng.random() * (counts[ci] - 1)), i))
             cj = ci
             m = int(pair_members(labels, ci, cj, i, j, scratch, st["side"]))
             members = scratch[:m].copy()
             current = st["side"][:m].copy()
         else:
-            if np.count_nonzero(counts) < 2:
+            if n_live < 2:
                 return
             log_p = self._partner_log_probs(
                 self._merge_scores(model, counts, sums, scatters, shift, ci))
@@ -514,7 +516,8 @@ class SubClusterDP(BaseDPSolver):
                                             side="right")), at.size - 1)
                 picks.append(int(at[q]))
             i, j = int(rows[picks[0]]), int(rows[picks[1]])
-            log_pick = (float(log_p[cj]) + math.log(counts[ci])
+            # P_merge(i, j) = P(A) P(B | A) P(i | A) P(j | B), A uniform over clusters
+            log_pick = (-math.log(n_live) + float(log_p[cj])
                         + log_w[picks[0]] - norms[0] + log_w[picks[1]] - norms[1])
             keep = np.ones(n_all, dtype=bool)
             keep[picks] = False
@@ -563,9 +566,9 @@ class SubClusterDP(BaseDPSolver):
                 - self._log_phi(model, phi, v_post, lam * v_n)
                 - log_q
             )
-            # The reverse merge's choice of (i, j): cluster A of i (a uniform row), B given
-            # A, then i and j by centrality in A and B; this split chose i uniformly and j
-            # uniformly among the other rows.
+            # The reverse merge's choice of (i, j): cluster A of i (uniform over the
+            # clusters), B given A, then i and j by centrality in A and B; this split chose
+            # i uniformly and j uniformly among the other rows of C.
             new_counts = np.append(counts, n_ab[0])
             new_counts[ci] = n_ab[1]
             new_sums = np.concatenate([sums, s_ab[:1]])
@@ -578,8 +581,9 @@ class SubClusterDP(BaseDPSolver):
             sides = np.concatenate([[0, 1], side])
             log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
                                                     s_ab, q_ab, shift)
-            log_ratio += (math.log(counts[ci] - 1.0) + reverse + math.log(n_ab[0])
-                          + log_w[0] - norms[0] + log_w[1] - norms[1])
+            # P_merge(i, j | c') / P_split(i, j | c), P_split = 1 / (N (n_C - 1))
+            log_ratio += (math.log(N) + math.log(counts[ci] - 1.0) - math.log(n_live + 1)
+                          + reverse + log_w[0] - norms[0] + log_w[1] - norms[1])
             if math.log(rng.random()) < log_ratio:
                 labels[i] = new
                 labels[members[side == 0]] = new
@@ -605,7 +609,7 @@ class SubClusterDP(BaseDPSolver):
                 + self._log_phi(model, phi, v_post, lam * v_n)
                 - self._log_phi(model, phi, ab_post, lam * ab_n)
                 + log_q
-                - math.log(n_c - 1.0) - log_pick
+                - math.log(N) - math.log(n_c - 1.0) - log_pick
             )
             if math.log(rng.random()) < log_ratio:
                 labels[j] = ci
