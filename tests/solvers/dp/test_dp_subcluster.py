@@ -12,8 +12,10 @@
    threads; the estimator.
 """
 
+import contextlib
 import math
 
+import numba
 import numpy as np
 import pytest
 from sklearn.metrics import adjusted_rand_score
@@ -103,6 +105,17 @@ def test_statistics_from_sums_match_rows():
 
 
 # ------------------------------------------------------------------ 2. exact posterior
+@contextlib.contextmanager
+def _one_thread():
+    """What ``SubClusterDP.sweep`` does with ``n_threads=1`` (these subclasses bypass it)."""
+    before = numba.get_num_threads()
+    numba.set_num_threads(1)
+    try:
+        yield
+    finally:
+        numba.set_num_threads(before)
+
+
 class TinyBlocks(SubClusterDP):
     """Two-row blocks and auxiliary parameters tempered to fewer rows than there are."""
 
@@ -116,16 +129,18 @@ class ProposalsOnly(SubClusterDP):
 
     def sweep(self, state, base, rng):
         model = self._component_model(base)
-        for _ in range(int(self.n_proposals)):
-            self._propose(state, model, rng)
-        self._compact(state)
+        with _one_thread():
+            for _ in range(int(self.n_proposals)):
+                self._propose(state, model, rng)
+            self._compact(state)
 
 
 class RowStepOnly(SubClusterDP):
     """The slice row step alone (it can open and close clusters by itself)."""
 
     def sweep(self, state, base, rng):
-        self._row_step(state, self._component_model(base), rng)
+        with _one_thread():
+            self._row_step(state, self._component_model(base), rng)
 
 
 @pytest.fixture(scope="module")
