@@ -120,7 +120,7 @@ from numbers import Integral
 
 import numba
 import numpy as np
-from sklearn.utils._param_validation import Interval
+from sklearn.utils._param_validation import Interval, Options
 
 from ..._memory import check_allocation
 from ...likelihoods._normal_wishart_kernels import cholesky_lower
@@ -251,7 +251,7 @@ class SubClusterDP(BaseDPSolver):
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
         "n_intermediate": [Interval(Integral, 0, None, closed="left")],
-        "n_threads": [Interval(Integral, -1, None, closed="left")],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
     }
 
     def __init__(self, n_proposals=4, n_intermediate=3, n_threads=1):
