@@ -286,9 +286,16 @@ class SubClusterDP(BaseDPSolver):
         log_q = np.zeros(n_blocks)
         old_labels, log_pi, slice_key = (
             (_EMPTY_INT, _EMPTY_FLOAT, 0) if slice_args is None else slice_args)
-        assign_blocks(X, shift, index, np.int64(n), means, chols, log_consts,
-                      np.uint64(key), forced, mode, old_labels, log_pi, np.uint64(slice_key),
-                      out, np.int64(self.block_size), counts, sums, scatters, log_q)
+        threads = numba.get_num_threads()
+        if n_blocks == 1 and threads > 1:
+            numba.set_num_threads(1)  # one block: spare the thread pool's start-up
+        try:
+            assign_blocks(X, shift, index, np.int64(n), means, chols, log_consts,
+                          np.uint64(key), forced, mode, old_labels, log_pi,
+                          np.uint64(slice_key), out, np.int64(self.block_size), counts, sums,
+                          scatters, log_q)
+        finally:
+            numba.set_num_threads(threads)
         # combine in block order (the same bits for any thread count)
         total_counts = counts[0].copy()
         total_sums = sums[0].copy()
