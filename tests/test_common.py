@@ -101,6 +101,8 @@ ESTIMATORS = (
         DPMixture(n_iter=6, burn_in=2, random_state=0),
         DPMixture(base="conditionally_conjugate", n_iter=30, burn_in=10, random_state=0),
         DPMixture(solver="slice", n_iter=30, burn_in=10, random_state=0),
+        DPMixture(solver="subcluster", base="conjugate", n_iter=6, burn_in=2,
+                  random_state=0),
     ]
     + [
         NoisyOrHierarchy(n_iter=6, init_iter=2, random_state=0),

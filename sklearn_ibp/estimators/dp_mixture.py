@@ -97,10 +97,14 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     solver : str or solver object, default="auto"
         Sampler of the indicators: ``"collapsed"``, ``"split_merge"``, ``"gibbs"``,
         ``"auxiliary"``, ``"no_gaps"``, ``"metropolis"``, ``"slice"``, ``"truncated"``,
-        ``"retrospective"`` or an object of :mod:`sklearn_ibp.solvers`. ``"auto"`` is
-        ``"split_merge"`` (collapsed Gibbs with split-merge moves, which mixes over the
-        number of clusters far better than Gibbs alone) for the conjugate base and
-        ``"auxiliary"`` otherwise.
+        ``"retrospective"``, ``"subcluster"`` or an object of
+        :mod:`sklearn_ibp.solvers`. ``"auto"`` is ``"split_merge"`` (collapsed Gibbs with
+        split-merge moves, which mixes over the number of clusters far better than Gibbs
+        alone) for the conjugate base and ``"auxiliary"`` otherwise. ``"subcluster"``
+        (conjugate base only) draws every row at once given the clusters' weights and
+        parameters, in parallel over blocks of rows (``SubClusterDP(n_threads=...)``), with
+        split and merge moves built from two sub-clusters (Chang and Fisher 2013): the
+        sampler for large ``n_samples`` (see the user guide).
     init : {"auto", "single", "kmeans"}, default="auto"
         Starting partition of every chain. ``"single"``: all rows in one cluster, which
         the split-merge moves break up; ``"kmeans"``: k-means with about

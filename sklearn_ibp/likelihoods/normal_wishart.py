@@ -379,6 +379,56 @@ class NormalWishartBase(BaseMixtureComponents):
         mean = (rho * self.location_ + n * xbar) / kappa
         return n, mean, 0.5 * (W_star + W_star.T)
 
+    def posterior_statistics_from_sums(self, n, total, scatter, shift):
+        """``(n, xi*, W*)`` of a component from sums over its rows instead of the rows.
+
+        Parameters
+        ----------
+        n : int
+            Rows in the component.
+        total : ndarray of shape (n_features,)
+            ``sum (x - shift)`` over its rows.
+        scatter : ndarray of shape (n_features, n_features)
+            ``sum (x - shift)(x - shift)^T`` (the lower triangle is read).
+        shift : ndarray of shape (n_features,)
+            The constant subtracted from every row (e.g. the data mean, which keeps the
+            sums of squares well conditioned).
+
+        Returns
+        -------
+        n, mean, W_star : as :meth:`posterior_statistics`.
+        """
+        self._check_fitted()
+        if n == 0:
+            return 0, self.location_.copy(), self._prior_matrix.copy()
+        rho = self.precision_scaling_
+        kappa = rho + n
+        scatter = np.tril(scatter) + np.tril(scatter, -1).T
+        centred = scatter - np.outer(total, total) / n
+        xbar = total / n + shift
+        diff = xbar - self.location_
+        W_star = self._prior_matrix + centred + (rho * n / kappa) * np.outer(diff, diff)
+        mean = (rho * self.location_ + n * xbar) / kappa
+        return n, mean, 0.5 * (W_star + W_star.T)
+
+    def log_marginal_from_statistics(self, n, W_star) -> float:
+        """``log p(X_k)`` of a component with ``n`` rows and posterior scale ``W*`` (as
+        :meth:`log_marginal`, from what :meth:`posterior_statistics_from_sums` gives)."""
+        self._check_fitted()
+        if n == 0:
+            return 0.0
+        D = self.n_features
+        rho, beta = self.precision_scaling_, self.dof_
+        logdet = _logdet_from_chol(_cholesky(W_star, "W*"))
+        return float(
+            -0.5 * n * D * math.log(math.pi)
+            + 0.5 * D * (math.log(rho) - math.log(rho + n))
+            + _log_mvgamma(0.5 * (beta + n), D)
+            - _log_mvgamma(0.5 * beta, D)
+            + 0.5 * beta * self._prior_logdet
+            - 0.5 * (beta + n) * logdet
+        )
+
     def log_predictive(self, X_new, X_k) -> np.ndarray:
         """``log p(x | X_k)``: the multivariate Student-t of eq. 3.65, one value per row.
 

@@ -43,7 +43,7 @@ def test_registries_keep_their_names():
     assert set(solvers.VARIATIONAL_SOLVERS) == {"variational", "finite_variational"}
     assert set(solvers.DP_SOLVERS) == {"collapsed", "split_merge", "gibbs", "auxiliary",
                                        "no_gaps", "metropolis", "slice", "truncated",
-                                       "retrospective"}
+                                       "retrospective", "subcluster"}
     # The parallel solvers come from the registry too (imported on first use).
     assert solvers.PARALLEL_SOLVERS is sklearn_ibp.distributed.PARALLEL_SOLVERS
 

@@ -1,0 +1,200 @@
+"""Numba kernels of the sub-cluster split-merge sampler
+(:mod:`sklearn_ibp.solvers.dp.dp_subcluster`): a counter-based random number per row, and
+one blocked pass that gives every row one of ``C`` Gaussian components (sampled, or
+forced and scored) and accumulates the components' sufficient statistics per fixed block
+of rows.
+
+Why blocks and a counter-based generator: the uniform that decides row ``r`` is
+``splitmix64(key, r)`` (Steele, Lea and Flood 2014, "Fast splittable pseudorandom number
+generators"), a function of the pass's key and the row's index only, so it does not
+depend on which thread (or shard) handles the row; the statistics are summed in row order
+within a block of ``block_size`` consecutive rows and the blocks are combined in block order
+by the driver, so any assignment of whole blocks to threads gives the same bits.
+"""
+
+import math
+
+import numpy as np
+from numba import njit, prange
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+_MIX1 = np.uint64(0xBF58476D1CE4E5B9)
+_MIX2 = np.uint64(0x94D049BB133111EB)
+_S30, _S27, _S31, _S11 = np.uint64(30), np.uint64(27), np.uint64(31), np.uint64(11)
+_TO_UNIT = 1.0 / 9007199254740992.0  # 2**-53
+
+#: Modes of :func:`assign_blocks` (typed constants, so the kernel compiles once).
+SAMPLE, SCORE_FORCED, STATS_ONLY, ARGMAX = np.int64(0), np.int64(1), np.int64(2), np.int64(3)
+
+
+@njit(cache=True, inline="always")
+def splitmix64(z):
+    """One step of the splitmix64 output function on the uint64 ``z``."""
+    z = z + _GOLDEN
+    z = (z ^ (z >> _S30)) * _MIX1
+    z = (z ^ (z >> _S27)) * _MIX2
+    return z ^ (z >> _S31)
+
+
+@njit(cache=True)
+def row_uniform(key, row):
+    """A uniform in (0, 1) that depends only on ``(key, row)`` (53 random bits, never 0,
+    so its logarithm is finite)."""
+    z = splitmix64(key ^ splitmix64(np.uint64(row)))
+    return (float(z >> _S11) + 0.5) * _TO_UNIT
+
+
+@njit(cache=True)
+def row_uniforms(key, rows):
+    """:func:`row_uniform` of every row in ``rows`` (the reference the tests use)."""
+    out = np.empty(rows.shape[0])
+    for p in range(rows.shape[0]):
+        out[p] = row_uniform(key, rows[p])
+    return out
+
+
+@njit(cache=True, parallel=True)
+def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mode,
+                  old_labels, log_pi, slice_key, out, block_size, counts, sums, scatters,
+                  log_q):
+    """Give each of ``n`` rows one of ``C`` components, block by block.
+
+    Rows are ``index[p]`` for ``p < n`` (or ``p`` itself when ``index`` is empty).
+    Component ``c`` has the log density ``log_consts[c] - |chols[c]^T (x - means[c])|^2 / 2``
+    (``chols[c]`` the lower Cholesky factor of its precision; ``log_consts`` holds the
+    log weight and the normalising constant). ``mode`` is ``SAMPLE`` (draw the component
+    from the normalised probabilities with :func:`row_uniform`), ``ARGMAX`` (the most
+    probable component, the first on ties), ``SCORE_FORCED`` (take ``forced[p]`` and
+    score it) or ``STATS_ONLY`` (take ``forced[p]``, evaluate nothing).
+    With a non-empty ``old_labels`` (the row step, ``index`` empty) the draw is Walker's
+    slice step: the slice of row ``r`` is ``log u = log row_uniform(slice_key, r) +
+    log_pi[old_labels[r]]`` and only components with ``log_pi[c] > log u`` are
+    candidates (``log_consts`` then holds no weight). Writes ``out[p]``, and per block ``b`` of
+    ``block_size`` positions: ``counts[b, c]``, ``sums[b, c] = sum (x - shift)``,
+    ``scatters[b, c]`` (lower triangle of ``sum (x - shift)(x - shift)^T``) and ``log_q[b]``,
+    the log probability of the components taken (``SCORE_FORCED``/``SAMPLE``). The block
+    arrays must be zero on entry.
+    """
+    D = X.shape[1]
+    C = means.shape[0]
+    n_blocks = counts.shape[0]
+    use_index = index.shape[0] > 0
+    use_slice = old_labels.shape[0] > 0
+    for b in prange(n_blocks):
+        logp = np.empty(C)
+        prob = np.empty(C)
+        diff = np.empty(D)
+        start = b * block_size
+        stop = min(n, start + block_size)
+        acc_q = 0.0
+        for p in range(start, stop):
+            r = index[p] if use_index else p
+            if mode == STATS_ONLY:
+                k = forced[p]
+            else:
+                log_u = -np.inf
+                if use_slice:
+                    log_u = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
+                best = -np.inf
+                for c in range(C):
+                    if use_slice and not log_pi[c] > log_u:
+                        logp[c] = -np.inf
+                        continue
+                    quad = 0.0
+                    for a in range(D):
+                        acc = 0.0
+                        for e in range(a, D):
+                            acc += chols[c, e, a] * (X[r, e] - means[c, e])
+                        quad += acc * acc
+                    v = log_consts[c] - 0.5 * quad
+                    logp[c] = v
+                    if v > best:
+                        best = v
+                total = 0.0
+                for c in range(C):
+                    prob[c] = math.exp(logp[c] - best)
+                    total += prob[c]
+                if mode == ARGMAX:
+                    k = 0
+                    for c in range(1, C):
+                        if logp[c] > logp[k]:
+                            k = c
+                elif mode == SAMPLE:
+                    u = row_uniform(key, r) * total
+                    k = C - 1
+                    cum = 0.0
+                    for c in range(C):
+                        cum += prob[c]
+                        if u < cum:
+                            k = c
+                            break
+                else:
+                    k = forced[p]
+                acc_q += logp[k] - best - math.log(total)
+            out[p] = k
+            counts[b, k] += 1
+            for a in range(D):
+                diff[a] = X[r, a] - shift[a]
+                sums[b, k, a] += diff[a]
+            for a in range(D):
+                for e in range(a + 1):
+                    scatters[b, k, a, e] += diff[a] * diff[e]
+        log_q[b] = acc_q
+
+
+@njit(cache=True, parallel=True)
+def lowest_log_slices(old_labels, log_pi, slice_key, block_size, out):
+    """``out[b]`` = the lowest log slice (see :func:`assign_blocks`) of block ``b``."""
+    N = old_labels.shape[0]
+    for b in prange(out.shape[0]):
+        low = np.inf
+        for r in range(b * block_size, min(N, (b + 1) * block_size)):
+            v = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
+            if v < low:
+                low = v
+        out[b] = low
+
+
+@njit(cache=True)
+def pair_members(labels, ci, cj, i, j, members, side):
+    """The rows other than ``i`` and ``j`` in clusters ``ci`` or ``cj``, in row order, into
+    ``members``, with ``side`` 0 for ``ci`` and 1 for ``cj``; returns how many."""
+    m = 0
+    for r in range(labels.shape[0]):
+        k = labels[r]
+        if (k == ci or k == cj) and r != i and r != j:
+            members[m] = r
+            side[m] = 0 if k == ci else 1
+            m += 1
+    return m
+
+
+@njit(cache=True)
+def nth_row(labels, k, rank, skip):
+    """The row of cluster ``k`` that is its ``rank``-th in row order, not counting the
+    row ``skip`` (-1 for none)."""
+    seen = 0
+    for r in range(labels.shape[0]):
+        if labels[r] == k and r != skip:
+            if seen == rank:
+                return r
+            seen += 1
+    return -1
+
+
+@njit(cache=True)
+def centrality(X, rows, side, means, chols, out):
+    """``out[p] = -|chols[s]^T (x - means[s])|^2 / 2`` for row ``rows[p]`` and
+    ``s = side[p]``: how central a row is in its (sub-)cluster, which makes the anchors
+    of a merge proposal likely to sit near their clusters' middles."""
+    D = X.shape[1]
+    for p in range(rows.shape[0]):
+        r = rows[p]
+        s = side[p]
+        quad = 0.0
+        for a in range(D):
+            acc = 0.0
+            for e in range(a, D):
+                acc += chols[s, e, a] * (X[r, e] - means[s, e])
+            quad += acc * acc
+        out[p] = -0.5 * quad

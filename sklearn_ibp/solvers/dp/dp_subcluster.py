@@ -1,0 +1,755 @@
+"""Parallel sub-cluster split-merge sampling for the conjugate DP mixture of Gaussians,
+after Chang and Fisher (2013, "Parallel sampling of DP mixture models using sub-cluster
+splits", NIPS), with every move exact.
+
+Chang and Fisher make a DP mixture sampler parallel by representing the weights and
+parameters of the clusters: given them the rows are independent, so every row is drawn at
+once (in parallel), and clusters are created and removed by split and merge moves that
+Metropolis-Hastings accepts, the splits proposed along two *sub-clusters* of a cluster.
+This solver keeps that structure; the sub-clusters of a proposal are built for that
+proposal (see "Why not persistent sub-clusters" below), and each move leaves the DP
+posterior over partitions invariant (checked by enumeration in the tests).
+
+One iteration (``sweep``)
+-------------------------
+The state is the partition ``c`` and each cluster's sufficient statistics (count, sum and
+scatter of its rows). With ``K`` clusters of sizes ``n_k``:
+
+1. **Weights and parameters given the partition.** Given ``c`` the DP's random measure
+   ``G`` has weights ``(pi_1 .. pi_K, pi_rest) ~ Dir(n_1 .. n_K, alpha)`` on the clusters
+   and the rest, the rest being ``pi_rest`` times an independent ``DP(alpha, G_0)``
+   (GEM(alpha) weights, atoms from ``G_0``), and ``theta_k | X_k`` is the Normal-Wishart
+   posterior (Görür 2007, secs. 3.2.2 and 3.3.1).
+2. **Rows, all at once: Walker's slice step** (Walker 2007; Görür 2007, Algorithm 10) on
+   that representation: ``u_i ~ U(0, pi_{c_i})``; the rest of the stick is broken into
+   atoms drawn from ``G_0`` until what is left is below every ``u_i``; then each row,
+   independently, ``P(c_i = k) ~ 1{pi_k > u_i} N(x_i | theta_k)``. Exact, so a cluster
+   can empty (it is dropped) and a row can open a new cluster (one of the rest's atoms).
+3. **Split-merge proposals** (``n_proposals``). A proposal picks two rows ``i != j`` and
+   works on the union ``U`` of their clusters (``S = U - {i, j}``):
+
+   * a *split* (probability 1/2): ``i`` uniform over the rows, ``j`` uniform over the
+     other rows of its cluster ``C``;
+   * a *merge* (probability 1/2): a cluster ``A`` uniform over the clusters, the
+     partner cluster ``B`` with probability ``P(B | A)`` (half uniform over the other
+     clusters, half the softmax of the clusters' merge scores, the log DP posterior ratio
+     of merging them), and ``i`` and ``j`` inside ``A`` and ``B`` with probabilities
+     proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of the row from its
+     cluster's mean (central rows are likelier anchors).
+
+   **A deterministic split ``V`` of ``U``**: ``i`` on side 0, ``j`` on side 1, each row of
+   ``S`` on the side whose Gaussian (at the anchor rows, with ``4 (beta + n) W*^-1`` the
+   union's posterior precision) is the more probable, then ``n_intermediate`` rounds of
+   the same with each side's posterior mean, expected precision and size. ``V`` depends
+   only on ``i``, ``j``, the rows of ``U`` and the data: a split and its reverse merge
+   compute the same ``V``.
+
+   **Auxiliary sub-cluster parameters** ``phi = (w, mu_0, S_0, mu_1, S_1)``. For any
+   division ``T`` of ``U`` in two sides, ``r(phi | T)`` is ``w ~ Dir(lam m_0 + 1,
+   lam m_1 + 1)`` times each side's Normal-Wishart posterior given its statistics scaled
+   by ``lam = min(1, aux_rows / sqrt(|U|))`` (a tempered posterior; ``m_t`` the sides'
+   sizes). The extended target is ``p(c | X) r(phi | T(c))`` with ``T(c) = V`` when
+   ``U`` is one cluster and ``T(c)`` = the current two clusters otherwise; ``phi`` is
+   drawn from it afresh for each proposal (a Gibbs step on the auxiliary variable).
+   Given ``phi`` each row of ``S`` takes side ``t`` with probability
+   ``q_r(t | phi) ~ w_t N(x_r | mu_t, S_t^-1)``.
+
+   * **Split** of ``C`` (``c_i = c_j``): ``phi ~ r(. | V)``; every row of ``S`` draws its
+     side from ``q_r`` (independently: one parallel pass), giving clusters ``A`` (with
+     ``i``) and ``B`` (with ``j``); ``phi`` is kept. Accepted with probability
+     ``min(1, R)``,
+
+     ``R = alpha Gamma(n_A) Gamma(n_B) / Gamma(n_C) * m(X_A) m(X_B) / m(X_C)
+     * r(phi | A, B) / (r(phi | V) q(A, B | phi)) * P_merge(i, j | c') / P_split(i, j | c)``
+
+     with ``q(A, B | phi) = prod_{r in S} q_r(side of r | phi)`` and ``m`` the
+     Normal-Wishart marginal likelihood (Görür 2007, sec. 3.3.2).
+   * **Merge** of ``A`` and ``B`` (``c_i != c_j``): ``phi ~ r(. | A, B)`` and the ratio is
+     the reverse of the split's, ``1 / R`` evaluated at the current ``A``, ``B`` and this
+     ``phi`` (``q`` is the probability that the split from ``phi`` reproduces the current
+     two clusters).
+
+   Detailed balance: from ``(c, phi)`` the split proposes ``(c', phi)`` with probability
+   ``P_split(i, j | c) q(A, B | phi)``, the merge from ``(c', phi)`` proposes ``(c, phi)``
+   with probability ``P_merge(i, j | c')``, and the ratio above is that of the extended
+   target times these, so the pair of moves is a Metropolis-Hastings move on
+   ``(c, phi)``; with ``phi`` refreshed from its conditional before each move, ``p(c | X)``
+   is invariant. Why ``phi`` is drawn given the current clusters in a merge (not given
+   ``V``, as Jain and Neal's launch state would be): then ``q`` of the current clusters is
+   as large as the rows' own assignment probabilities, and two halves of one Gaussian merge
+   (the posterior ratio pays for it); why tempered: the posteriors given ``V`` and given
+   the current clusters, each as sharp as ``1/sqrt(n)``, would otherwise not overlap for
+   large clusters.
+4. ``alpha`` given the number of clusters and the base's hyperparameters given parameters
+   drawn from the clusters' posteriors, as for the other DP solvers (the estimator's loop,
+   :meth:`BaseDPSolver.update_state`).
+
+Why not persistent sub-clusters
+-------------------------------
+Chang and Fisher keep each cluster's sub-cluster labels and parameters from one iteration
+to the next and accept a split by the posterior ratio alone. For an augmented chain to
+leave the DP posterior invariant, the sub-cluster variables of cluster ``k`` need a
+conditional given the partition, and the one their Gibbs updates leave invariant is the
+posterior of a two-component mixture of ``X_k``, whose normaliser (a sum over the
+``2^{n_k}`` sub-labellings) changes whenever a row joins or leaves the cluster: it would
+enter the ratio of every row move and of every split and merge, and it cannot be computed.
+Here the sub-clusters live inside one proposal (``V`` and ``phi``); Chang and Fisher's
+optional random splits are not implemented.
+
+Parallelism and reproducibility
+-------------------------------
+The row step and every pass of a proposal go through
+:func:`~sklearn_ibp.solvers.dp._dp_subcluster_kernels.assign_blocks`, over fixed blocks
+of ``block_size`` rows (2**16) in ``numba.prange``: the uniforms of row ``r`` are a
+counter-based hash of ``(key, r)`` with the keys drawn from the chain's generator, and
+the sufficient statistics are summed per block in row order and combined in block order,
+so the chain is the same, bit for bit, for any number of threads. Everything else (the
+weights, parameters, sticks, pairs and acceptances) is drawn from the chain's
+``numpy.random.Generator`` in the driver.
+
+Bases: the conjugate Normal-Wishart base (``base="conjugate"``). The conditionally
+conjugate base and the factor analysers have no closed-form marginal likelihood, which the
+split and merge ratios need (and the moves above integrate the cluster parameters out),
+so the estimator refuses them for this solver.
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import numba
+import numpy as np
+from sklearn.utils._param_validation import Interval, Options
+
+from ..._memory import check_allocation
+from ...likelihoods._normal_wishart_kernels import cholesky_lower
+from ...likelihoods.normal_wishart import _log_mvgamma
+from ._dp_base import BaseDPSolver, MixtureState
+from ._dp_subcluster_kernels import (
+    ARGMAX,
+    SAMPLE,
+    SCORE_FORCED,
+    STATS_ONLY,
+    assign_blocks,
+    centrality,
+    lowest_log_slices,
+    nth_row,
+    pair_members,
+)
+
+__all__ = ["SubClusterDP"]
+
+_LOG_2PI = math.log(2.0 * math.pi)
+_EMPTY_INT = np.zeros(0, dtype=np.int64)
+_EMPTY_FLOAT = np.zeros(0)
+
+
+class _OneComponent(dict):
+    """Dummy single-component arguments for the STATS_ONLY passes, by n_features."""
+
+    def __missing__(self, D):
+        self[D] = value = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
+        return value
+
+
+_ONE_COMPONENT = _OneComponent()
+#: Prior count of each sub-cluster's weight in the proposals' scans (Dir(m_A + 1, m_B + 1)).
+_SUB_PRIOR = 1.0
+#: Weight of the merge partner chosen by the softmax of the merge scores (the rest is a
+#: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
+#: probability of at least ``(1 - _GREEDY) / (K - 1)``).
+_GREEDY = 0.5
+#: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
+_MAX_EXTRA_ATOMS = 10000
+#: Precision of the launch components relative to the union's (see _launch_components).
+_LAUNCH_SHARPNESS = 4.0
+
+
+class _NormalWishartModel:
+    """What the sampler asks of a conjugate base, from sufficient statistics: a posterior
+    draw of a component (mean, lower Cholesky factor of its precision, log normalising
+    constant) and the log marginal likelihood. A test can substitute another model (a
+    flat likelihood) by overriding :meth:`SubClusterDP._component_model`."""
+
+    def __init__(self, base):
+        self.base = base
+
+    def draw(self, n, total, scatter, shift, rng):
+        n_, mean, W_star = self.base.posterior_statistics_from_sums(n, total, scatter, shift)
+        L, ok = cholesky_lower(np.ascontiguousarray(W_star))
+        if not ok:
+            raise FloatingPointError("W* is not positive definite.")
+        mu, S = self.base.sample_posterior_from_statistics(n_, mean, L, rng)
+        P, ok = cholesky_lower(np.ascontiguousarray(S))
+        if not ok:  # a numerically singular precision: add a relative ridge
+            S = S + 1e-12 * np.trace(S) * np.eye(S.shape[0])
+            P, ok = cholesky_lower(np.ascontiguousarray(S))
+        D = mu.shape[0]
+        log_norm = float(np.sum(np.log(np.diag(P)))) - 0.5 * D * _LOG_2PI
+        return mu, P, log_norm, S
+
+    def log_marginal(self, n, total, scatter, shift):
+        n_, _, W_star = self.base.posterior_statistics_from_sums(n, total, scatter, shift)
+        return self.base.log_marginal_from_statistics(n_, W_star)
+
+
+class SubClusterDP(BaseDPSolver):
+    """Parallel sub-cluster split-merge sampler for the conjugate DP mixture (Chang and
+    Fisher 2013, made exact; see the module docstring for the moves and their ratios).
+
+    Parameters
+    ----------
+    n_proposals : int, default=4
+        Split-merge proposals per sweep, after the row step (half splits, half merges).
+        Each costs about ``n_intermediate + 4`` passes over the rows of the one or two
+        clusters involved.
+    n_intermediate : int, default=3
+        Refinements of a proposal's deterministic split after the first (nearest anchor)
+        assignment.
+    n_threads : int, default=1
+        Threads of the row step and the scans (numba ``prange`` over blocks of rows);
+        -1 for numba's default (``NUMBA_NUM_THREADS``). The chain is bit-identical for
+        any value. (``DPMixture(n_jobs=...)`` runs chains in separate processes; this
+        parallelises one chain.)
+
+    Attributes
+    ----------
+    block_size : int
+        Rows per block of the statistics (2**16); a class attribute, so a test can use
+        tiny blocks. Any thread count gives the same bits for a given ``block_size``.
+    aux_rows : float
+        Tempering of the auxiliary sub-cluster parameters (module docstring; 3).
+
+    Notes
+    -----
+    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits
+    and accepted merges since the chain started.
+
+    References
+    ----------
+    Walker, S. G. (2007). Sampling the Dirichlet mixture model with slices.
+    Communications in Statistics - Simulation and Computation 36, 45-54.
+    Chang, J. and Fisher, J. W. (2013). Parallel sampling of DP mixture models using
+    sub-cluster splits. Advances in Neural Information Processing Systems 26.
+    Jain, S. and Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure for
+    the Dirichlet process mixture model. Journal of Computational and Graphical Statistics
+    13, 158-182.
+    """
+
+    name = "subcluster"
+    bases = ("conjugate",)
+    #: Splits whole clusters, so a chain can start with every row in one cluster.
+    proposes_splits = True
+    block_size = 2**16
+    #: The auxiliary sub-cluster parameters of a proposal follow the sub-cluster
+    #: posteriors given their statistics scaled by ``min(1, aux_rows / sqrt(n))`` (``n``
+    #: the rows of the two clusters), so that the (tempered) posteriors given the
+    #: deterministic split and given the current or proposed split overlap at any ``n``.
+    aux_rows = 3.0
+
+    _parameter_constraints: dict = {
+        "n_proposals": [Interval(Integral, 0, None, closed="left")],
+        "n_intermediate": [Interval(Integral, 0, None, closed="left")],
+        "n_threads": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
+    }
+
+    def __init__(self, n_proposals=4, n_intermediate=3, n_threads=1):
+        self.n_proposals = n_proposals
+        self.n_intermediate = n_intermediate
+        self.n_threads = n_threads
+
+    # ------------------------------------------------------------------ set-up
+    def _component_model(self, base):
+        from ...likelihoods.normal_wishart import NormalWishartBase
+
+        if not isinstance(base, NormalWishartBase):
+            raise ValueError(
+                "solver 'subcluster' serves the conjugate Normal-Wishart base "
+                f"(base='conjugate'); got {type(base).__name__}. Its split and merge "
+                "ratios need closed-form marginal likelihoods from sufficient statistics."
+            )
+        return _NormalWishartModel(base)
+
+    def _blocks(self, n):
+        return max(1, -(-int(n) // int(self.block_size)))
+
+    def _pass(self, X, shift, index, n, comps, key, forced, mode, out, C, slice_args=None):
+        """One :func:`assign_blocks` pass; returns per-block statistics combined in block
+        order: ``(counts (C,), sums (C, D), scatters (C, D, D), log_q)``."""
+        D = X.shape[1]
+        n_blocks = self._blocks(n)
+        means, chols, log_consts = comps
+        counts = np.zeros((n_blocks, C), dtype=np.int64)
+        sums = np.zeros((n_blocks, C, D))
+        scatters = np.zeros((n_blocks, C, D, D))
+        log_q = np.zeros(n_blocks)
+        old_labels, log_pi, slice_key = (
+            (_EMPTY_INT, _EMPTY_FLOAT, 0) if slice_args is None else slice_args)
+        threads = numba.get_num_threads()
+        if n_blocks == 1 and threads > 1:
+            numba.set_num_threads(1)  # one block: spare the thread pool's start-up
+        try:
+            assign_blocks(X, shift, index, np.int64(n), means, chols, log_consts,
+                          np.uint64(key), forced, mode, old_labels, log_pi,
+                          np.uint64(slice_key), out, np.int64(self.block_size), counts, sums,
+                          scatters, log_q)
+        finally:
+            numba.set_num_threads(threads)
+        # combine in block order (the same bits for any thread count)
+        total_counts = counts[0].copy()
+        total_sums = sums[0].copy()
+        total_scatters = scatters[0].copy()
+        total_q = log_q[0]
+        for b in range(1, n_blocks):
+            total_counts += counts[b]
+            total_sums += sums[b]
+            total_scatters += scatters[b]
+            total_q += log_q[b]
+        return total_counts, total_sums, total_scatters, float(total_q)
+
+    def initialize(self, X, labels, alpha, base, rng) -> MixtureState:
+        """A chain state from the partition ``labels``: the labels compacted and every
+        cluster's sufficient statistics."""
+        self._component_model(base)
+        X = np.array(X, dtype=np.float64, order="C", copy=True)
+        N, D = X.shape
+        labels = np.asarray(labels, dtype=np.int64)
+        _, labels = np.unique(labels, return_inverse=True)
+        labels = np.ascontiguousarray(labels.reshape(-1), dtype=np.int64)
+        K = int(labels.max()) + 1
+        check_allocation(
+            8.0 * self._blocks(N) * (K + 2) * (D * D + D + 1),
+            what=f"the per-block statistics of {K} clusters ({D} features)",
+            advice="start from fewer clusters (init='single') or reduce n_features",
+        )
+        shift = X.mean(axis=0)
+        state = MixtureState(X=X, labels=labels, n_clusters=K, alpha=float(alpha))
+        state.stats["shift"] = shift
+        state.stats["buffer"] = np.empty(N, dtype=np.int64)
+        self._recompute(state, K)
+        state.stats["subcluster"] = {"splits_proposed": 0,
+                                     "splits_accepted": 0, "merges_accepted": 0,
+                                     "proposals": 0}
+        return state
+
+    def _recompute(self, state, K):
+        D = state.X.shape[1]
+        comps = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
+        counts, sums, scatters, _ = self._pass(
+            state.X, state.stats["shift"], _EMPTY_INT, state.X.shape[0], comps, 0,
+            state.labels, STATS_ONLY, state.stats["buffer"], K)
+        state.stats["counts"], state.stats["sums"] = counts, sums
+        state.stats["scatters"] = scatters
+
+    # ------------------------------------------------------------------ the sweep
+    def sweep(self, state: MixtureState, base, rng) -> None:
+        """Row step (all rows at once), then ``n_proposals`` split-merge proposals."""
+        model = self._component_model(base)
+        threads = numba.get_num_threads()
+        wanted = numba.config.NUMBA_NUM_THREADS if self.n_threads == -1 else self.n_threads
+        numba.set_num_threads(max(1, min(int(wanted), numba.config.NUMBA_NUM_THREADS)))
+        try:
+            self._row_step(state, model, rng)
+            for _ in range(int(self.n_proposals)):
+                self._propose(state, model, rng)
+            self._compact(state)
+        finally:
+            numba.set_num_threads(threads)
+
+    def _draw_components(self, model, counts, sums, scatters, shift, log_weights, rng):
+        C = counts.shape[0]
+        D = sums.shape[1]
+        means = np.empty((C, D))
+        chols = np.empty((C, D, D))
+        log_consts = np.empty(C)
+        for c in range(C):
+            mu, P, log_norm, _ = model.draw(int(counts[c]), sums[c], scatters[c], shift, rng)
+            means[c], chols[c] = mu, P
+            log_consts[c] = log_weights[c] + log_norm
+        return means, chols, log_consts
+
+    def _row_step(self, state, model, rng):
+        """Every row at once given the weights and parameters: Walker's slice step on the
+        finite representation of ``G | c`` (module docstring, steps 1-2)."""
+        st = state.stats
+        K = state.n_clusters
+        counts = st["counts"]
+        alpha = float(state.alpha)
+        # (pi_1 .. pi_K, pi_rest) ~ Dir(n_1 .. n_K, alpha), in logs
+        gammas = rng.standard_gamma(np.append(counts.astype(float), alpha))
+        log_total = math.log(float(np.sum(gammas)))
+        log_pi = np.log(gammas[:K]) - log_total
+        log_rest = math.log(gammas[K]) - log_total if gammas[K] > 0 else -np.inf
+        slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        lows = np.empty(self._blocks(state.X.shape[0]))
+        lowest_log_slices(state.labels, log_pi, np.uint64(slice_key),
+                          np.int64(self.block_size), lows)
+        lowest = float(lows.min())
+        # break the rest of the stick (G's unoccupied atoms, GEM(alpha)) until it is
+        # below every slice: no unrepresented atom can then be above a slice
+        extra = []
+        while log_rest >= lowest:
+            v = rng.beta(1.0, alpha)
+            extra.append(log_rest + math.log(v) if v > 0 else -np.inf)
+            log_rest += math.log1p(-v) if v < 1 else -np.inf
+            if len(extra) > _MAX_EXTRA_ATOMS:
+                raise RuntimeError(
+                    f"the slice step needed more than {_MAX_EXTRA_ATOMS} empty components "
+                    f"(alpha={alpha:g}); the chain's alpha is implausibly large.")
+        C = K + len(extra)
+        all_log_pi = np.concatenate([log_pi, np.array(extra, dtype=float)])
+        sizes = np.concatenate([counts, np.zeros(len(extra), dtype=np.int64)])
+        D = state.X.shape[1]
+        sums = np.concatenate([st["sums"], np.zeros((len(extra), D))])
+        scatters = np.concatenate([st["scatters"], np.zeros((len(extra), D, D))])
+        comps = self._draw_components(model, sizes, sums, scatters, st["shift"],
+                                      np.zeros(C), rng)
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        buffer = st["buffer"]
+        new_counts, new_sums, new_scatters, _ = self._pass(
+            state.X, st["shift"], _EMPTY_INT, state.X.shape[0], comps, key, _EMPTY_INT,
+            SAMPLE, buffer, C, slice_args=(state.labels, all_log_pi, slice_key))
+        st["buffer"], state.labels = state.labels, buffer
+        keep = new_counts > 0
+        st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+        state.n_clusters = C
+        if not keep.all():
+            self._drop_empty(state)
+
+    def _merge_scores(self, model, counts, sums, scatters, shift, a):
+        """``log`` of the DP posterior ratio of merging cluster ``a`` with each cluster
+        (``-inf`` for ``a`` itself and empty clusters), without the ``-log alpha``."""
+        K = counts.shape[0]
+        out = np.full(K, -np.inf)
+        la = model.log_marginal(int(counts[a]), sums[a], scatters[a], shift)
+        for b in range(K):
+            if b == a or counts[b] == 0:
+                continue
+            n = counts[a] + counts[b]
+            out[b] = (
+                math.lgamma(n) - math.lgamma(counts[a]) - math.lgamma(counts[b])
+                + model.log_marginal(int(n), sums[a] + sums[b], scatters[a] + scatters[b],
+                                     shift)
+                - la - model.log_marginal(int(counts[b]), sums[b], scatters[b], shift)
+            )
+        return out
+
+    def _partner_log_probs(self, scores):
+        """``log P(B | A)`` of the merge partner: a mixture of the uniform choice among the
+        other occupied clusters and the softmax of the merge scores (``_GREEDY``)."""
+        live = np.isfinite(scores)
+        n_live = int(live.sum())
+        out = np.full(scores.shape[0], -np.inf)
+        if n_live == 0:
+            return out
+        top = scores[live].max()
+        soft = np.exp(scores[live] - top)
+        soft /= soft.sum()
+        out[live] = np.log((1.0 - _GREEDY) / n_live + _GREEDY * soft)
+        return out
+
+    def _anchor_log_weights(self, model, X, rows, side, counts, sums, scatters, shift):
+        """Log centrality of each row in ``rows`` within its cluster (``side`` 0 or 1, the
+        two clusters' statistics given), and the log normaliser of each cluster: the
+        anchors of a merge are drawn with these probabilities (module docstring)."""
+        D = X.shape[1]
+        means = np.empty((2, D))
+        chols = np.empty((2, D, D))
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                int(counts[t]), sums[t], scatters[t], shift)
+            means[t] = sums[t] / counts[t] + shift
+            # the precision whose inverse is W* / (beta + n): positive definite for any n
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            chols[t] = P
+        out = np.empty(rows.shape[0])
+        centrality(X, rows, side, means, chols, out)
+        norms = np.empty(2)
+        for t in range(2):
+            w = out[side == t]
+            top = w.max()
+            norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
+        return out, norms
+
+    def _propose(self, state, model, rng):
+        """One split-merge proposal (module docstring, step 3)."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        N, D = X.shape
+        if N < 2:
+            return
+        st["subcluster"]["proposals"] += 1
+        counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
+        shift = st["shift"]
+        split = rng.random() < 0.5
+        first = rng.random()
+        live = np.flatnonzero(counts > 0)
+        n_live = live.shape[0]
+        ci = int(labels[int(first * N)]) if split else int(live[int(first * n_live)])
+        scratch = st["buffer"]  # free between row steps
+        if "side" not in st:
+            st["side"] = np.empty(N, dtype=np.int64)
+        if split:
+            if counts[ci] < 2:
+                return
+            i = int(first * N)
+            j = int(nth_row(labels, ci, int(rng.random() * (counts[ci] - 1)), i))
+            cj = ci
+            m = int(pair_members(labels, ci, cj, i, j, scratch, st["side"]))
+            members = scratch[:m].copy()
+            current = st["side"][:m].copy()
+        else:
+            if n_live < 2:
+                return
+            log_p = self._partner_log_probs(
+                self._merge_scores(model, counts, sums, scatters, shift, ci))
+            p = np.exp(log_p)
+            cj = int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right"))
+            cj = min(cj, p.shape[0] - 1)
+            while not np.isfinite(log_p[cj]):  # rounding at the top end
+                cj -= 1
+            n_all = int(pair_members(labels, ci, cj, -1, -1, scratch, st["side"]))
+            rows, sides = scratch[:n_all].copy(), st["side"][:n_all].copy()
+            pair = np.array([ci, cj])
+            log_w, norms = self._anchor_log_weights(
+                model, X, rows, sides, counts[pair], sums[pair], scatters[pair], shift)
+            picks = []
+            for t in range(2):
+                at = np.flatnonzero(sides == t)
+                w = np.exp(log_w[at] - norms[t])
+                q = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(),
+                                            side="right")), at.size - 1)
+                picks.append(int(at[q]))
+            i, j = int(rows[picks[0]]), int(rows[picks[1]])
+            # P_merge(i, j) = P(A) P(B | A) P(i | A) P(j | B), A uniform over clusters
+            log_pick = (-math.log(n_live) + float(log_p[cj])
+                        + log_w[picks[0]] - norms[0] + log_w[picks[1]] - norms[1])
+            keep = np.ones(n_all, dtype=bool)
+            keep[picks] = False
+            members, current = rows[keep], sides[keep]
+            m = members.shape[0]
+        # -- the deterministic split V of the union (depends on i, j and its rows only)
+        x_i, x_j = X[i] - shift, X[j] - shift
+        anchor_stats = (
+            np.array([1, 1], dtype=np.int64), np.stack([x_i, x_j]),
+            np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))]))
+        side = np.empty(m, dtype=np.int64)
+        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
+        u_n, u_s, u_q, _ = self._pass(X, shift, union_rows, m + 2, _ONE_COMPONENT[D], 0,
+                                      np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
+                                      np.empty(m + 2, dtype=np.int64), 1)
+        comps = self._launch_components(model, X[i], X[j], int(u_n[0]), u_s[0], u_q[0],
+                                        shift)
+        v_n, v_s, v_q = anchor_stats
+        for scan in range(int(self.n_intermediate) + 1):
+            if scan > 0:
+                comps = self._mode_components(model, v_n, v_s, v_q, shift)
+            c, s_, q_, _ = self._pass(X, shift, members, m, comps, 0, _EMPTY_INT, ARGMAX,
+                                      side, 2)
+            v_n, v_s, v_q = (anchor_stats[0] + c, anchor_stats[1] + s_,
+                             anchor_stats[2] + q_)
+        lam = min(1.0, float(self.aux_rows) / math.sqrt(m + 2.0))
+        v_post = self._posteriors(model, v_n, v_s, v_q, shift, lam)
+        log_alpha = math.log(state.alpha)
+        if split:
+            st["subcluster"]["splits_proposed"] += 1
+            phi = self._draw_phi(model, v_post, lam * v_n, rng)
+            key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+            c, s_, q_, log_q = self._pass(X, shift, members, m, phi[:3], key, _EMPTY_INT,
+                                          SAMPLE, side, 2)
+            n_ab = anchor_stats[0] + c
+            s_ab = anchor_stats[1] + s_
+            q_ab = anchor_stats[2] + q_
+            ab_post = self._posteriors(model, n_ab, s_ab, q_ab, shift, lam)
+            log_ratio = (
+                log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
+                - math.lgamma(n_ab[0] + n_ab[1])
+                + model.log_marginal(int(n_ab[0]), s_ab[0], q_ab[0], shift)
+                + model.log_marginal(int(n_ab[1]), s_ab[1], q_ab[1], shift)
+                - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
+                + self._log_phi(model, phi, ab_post, lam * n_ab)
+                - self._log_phi(model, phi, v_post, lam * v_n)
+                - log_q
+            )
+            # The reverse merge's choice of (i, j): cluster A of i (uniform over the
+            # clusters), B given A, then i and j by centrality in A and B; this split chose
+            # i uniformly and j uniformly among the other rows of C.
+            new_counts = np.append(counts, n_ab[0])
+            new_counts[ci] = n_ab[1]
+            new_sums = np.concatenate([sums, s_ab[:1]])
+            new_sums[ci] = s_ab[1]
+            new_scatters = np.concatenate([scatters, q_ab[:1]])
+            new_scatters[ci] = q_ab[1]
+            new = state.n_clusters
+            reverse = self._partner_log_probs(self._merge_scores(
+                model, new_counts, new_sums, new_scatters, shift, new))[ci]
+            sides = np.concatenate([[0, 1], side])
+            log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
+                                                    s_ab, q_ab, shift)
+            # P_merge(i, j | c') / P_split(i, j | c), P_split = 1 / (N (n_C - 1))
+            log_ratio += (math.log(N) + math.log(counts[ci] - 1.0) - math.log(n_live + 1)
+                          + reverse + log_w[0] - norms[0] + log_w[1] - norms[1])
+            if math.log(rng.random()) < log_ratio:
+                labels[i] = new
+                labels[members[side == 0]] = new
+                st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+                state.n_clusters += 1
+                st["subcluster"]["splits_accepted"] += 1
+        else:
+            pair = np.array([ci, cj])
+            ab_n, ab_s, ab_q = counts[pair], sums[pair], scatters[pair]
+            ab_post = self._posteriors(model, ab_n, ab_s, ab_q, shift, lam)
+            phi = self._draw_phi(model, ab_post, lam * ab_n, rng)
+            _, _, _, log_q = self._pass(X, shift, members, m, phi[:3], 0, current,
+                                        SCORE_FORCED, side, 2)
+            n_c = counts[ci] + counts[cj]
+            s_c = sums[ci] + sums[cj]
+            q_c = scatters[ci] + scatters[cj]
+            log_ratio = (
+                -log_alpha + math.lgamma(n_c) - math.lgamma(counts[ci])
+                - math.lgamma(counts[cj])
+                + model.log_marginal(int(n_c), s_c, q_c, shift)
+                - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
+                - model.log_marginal(int(counts[cj]), sums[cj], scatters[cj], shift)
+                + self._log_phi(model, phi, v_post, lam * v_n)
+                - self._log_phi(model, phi, ab_post, lam * ab_n)
+                + log_q
+                - math.log(N) - math.log(n_c - 1.0) - log_pick
+            )
+            if math.log(rng.random()) < log_ratio:
+                labels[j] = ci
+                labels[members[current == 1]] = ci
+                counts[ci], sums[ci], scatters[ci] = n_c, s_c, q_c
+                counts[cj] = 0
+                sums[cj] = 0.0
+                scatters[cj] = 0.0
+                st["subcluster"]["merges_accepted"] += 1
+
+    # -- the auxiliary sub-cluster parameters phi = (w, mu_0, S_0, mu_1, S_1) -------------
+    @staticmethod
+    def _posteriors(model, counts, sums, scatters, shift, lam):
+        """Per side: ``(n, xi*, W*, chol(W*), log|W*|)`` of the Normal-Wishart posterior
+        given the side's statistics scaled by ``lam`` (a tempered posterior)."""
+        out = []
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                lam * float(counts[t]), lam * sums[t], lam * scatters[t], shift)
+            L, ok = cholesky_lower(np.ascontiguousarray(W_star))
+            out.append((n, mean, W_star, L, 2.0 * float(np.sum(np.log(np.diag(L))))))
+        return out
+
+    @staticmethod
+    def _draw_phi(model, post, counts, rng):
+        """``phi ~ p_sub(. | split)``: ``(w_0, w_1) ~ Dir(n_0 + 1, n_1 + 1)`` and each
+        side's ``(mu, S)`` from its posterior. Returns the kernel's components
+        ``(means, chols, log_consts)`` and ``(log_w, precisions)``."""
+        g = rng.standard_gamma(np.asarray(counts, dtype=float) + _SUB_PRIOR)
+        log_w = np.log(g) - math.log(float(g.sum()))
+        D = post[0][1].shape[0]
+        means, chols = np.empty((2, D)), np.empty((2, D, D))
+        precisions, log_consts = np.empty((2, D, D)), np.empty(2)
+        for t in range(2):
+            n, mean, _, L, _ = post[t]
+            mu, S = model.base.sample_posterior_from_statistics(n, mean, L, rng)
+            P, ok = cholesky_lower(np.ascontiguousarray(S))
+            means[t], chols[t], precisions[t] = mu, P, S
+            log_consts[t] = (log_w[t] + float(np.sum(np.log(np.diag(P))))
+                             - 0.5 * D * _LOG_2PI)
+        return means, chols, log_consts, log_w, precisions
+
+    @staticmethod
+    def _log_phi(model, phi, post, counts):
+        """``log p_sub(phi | split)``: the Beta density of ``w_0`` and each side's
+        Normal-Wishart posterior density of ``(mu, S)``."""
+        means, chols, _, log_w, precisions = phi
+        a, b = counts[0] + _SUB_PRIOR, counts[1] + _SUB_PRIOR
+        value = ((a - 1.0) * log_w[0] + (b - 1.0) * log_w[1]
+                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
+        base = model.base
+        D = means.shape[1]
+        for t in range(2):
+            n, mean, W_star, _, logdet_W = post[t]
+            kappa = base.precision_scaling_ + n
+            nu = base.dof_ + n
+            logdet_S = 2.0 * float(np.sum(np.log(np.diag(chols[t]))))
+            d = means[t] - mean
+            value += (
+                0.5 * (nu - D - 1.0) * logdet_S - 0.5 * float(np.sum(W_star * precisions[t]))
+                - 0.5 * nu * D * math.log(2.0) + 0.5 * nu * logdet_W
+                - _log_mvgamma(0.5 * nu, D)
+                - 0.5 * D * _LOG_2PI + 0.5 * D * math.log(kappa) + 0.5 * logdet_S
+                - 0.5 * kappa * float(d @ precisions[t] @ d)
+            )
+        return value
+
+    @staticmethod
+    def _mode_components(model, counts, sums, scatters, shift):
+        """The deterministic scans' components: each side's posterior mean and expected
+        precision ``(beta + n) W*^-1``, weights proportional to the sides' sizes."""
+        D = sums.shape[1]
+        means, chols, log_consts = np.empty((2, D)), np.empty((2, D, D)), np.empty(2)
+        for t in range(2):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                int(counts[t]), sums[t], scatters[t], shift)
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            means[t], chols[t] = mean, P
+            log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
+        return means, chols, log_consts
+
+    def _launch_components(self, model, x_i, x_j, n, total, scatter, shift):
+        """The first scan's two components: Gaussians at the anchor rows with the
+        precision ``_LAUNCH_SHARPNESS (beta + n) W*^-1`` of the union's posterior (its
+        statistics summed over its rows in row order, so a split and its reverse merge
+        compute the same numbers), equal weights."""
+        n, _, W_star = model.base.posterior_statistics_from_sums(n, total, scatter, shift)
+        P, ok = cholesky_lower(np.ascontiguousarray(
+            np.linalg.inv(W_star) * (_LAUNCH_SHARPNESS * (model.base.dof_ + n))))
+        return (np.ascontiguousarray(np.stack([x_i, x_j])),
+                np.ascontiguousarray(np.stack([P, P])), np.zeros(2))
+
+    def _compact(self, state):
+        """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""
+        if not (state.stats["counts"] > 0).all():
+            self._drop_empty(state)
+
+    def _drop_empty(self, state):
+        st = state.stats
+        counts = st["counts"]
+        keep = counts > 0
+        lookup = np.cumsum(keep) - 1
+        state.labels[:] = lookup[state.labels]
+        st["counts"] = counts[keep].copy()
+        st["sums"] = st["sums"][keep].copy()
+        st["scatters"] = st["scatters"][keep].copy()
+        state.n_clusters = int(keep.sum())
+
+    # ------------------------------------------------------------------ the rest
+    def cluster_parameters(self, state, base, rng) -> dict:
+        """A draw of every cluster's ``(mu, S)`` from its posterior, from the statistics."""
+        model = self._component_model(base)
+        st = state.stats
+        K, D = state.n_clusters, state.X.shape[1]
+        means = np.empty((K, D))
+        precisions = np.empty((K, D, D))
+        for k in range(K):
+            mu, _, _, S = model.draw(int(st["counts"][k]), st["sums"][k],
+                                     st["scatters"][k], st["shift"], rng)
+            means[k], precisions[k] = mu, S
+        return {"means": means, "precisions": precisions}
+
+    def log_joint(self, state, base) -> float:
+        """``log p(c | alpha) + log p(X | c)`` from the clusters' statistics."""
+        model = self._component_model(base)
+        st = state.stats
+        counts = st["counts"]
+        N = int(counts.sum())
+        alpha = state.alpha
+        value = (state.n_clusters * math.log(alpha) + math.lgamma(alpha)
+                 - math.lgamma(alpha + N))
+        for k in range(state.n_clusters):
+            value += math.lgamma(counts[k]) + model.log_marginal(
+                int(counts[k]), st["sums"][k], st["scatters"][k], st["shift"])
+        return float(value)
