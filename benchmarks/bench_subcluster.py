@@ -10,7 +10,7 @@ Run from the repository root::
 1. **2-D mixture of 8 Gaussians**, drawn by :func:`bench_dp_mixture.make_mixture` (centres
    at least 4.5 apart, random rotations, standard deviations 0.5-1.5). For each N:
 
-   a. ``SubClusterDP`` chains from one cluster (``init="single"``, what
+   a. ``SubclusterDP`` chains from one cluster (``init="single"``, what
       ``DPMixture(solver="subcluster")`` does), one per seed, with 1 thread and (first
       seed) 2 threads: per iteration the sweep plus the updates of ``DPMixture``'s loop
       (alpha and the base's hyperparameters). Reported: median seconds per iteration
@@ -48,7 +48,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from bench_dp_mixture import draw, make_mixture  # noqa: E402
 
 from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase  # noqa: E402
-from sklearn_ibp.solvers.dp import SliceDP, SubClusterDP  # noqa: E402
+from sklearn_ibp.solvers.dp import SliceDP, SubclusterDP  # noqa: E402
 from sklearn_ibp.solvers.dp._dp_base import relabel  # noqa: E402
 
 TARGET_SECONDS_1M = 0.4
@@ -100,14 +100,14 @@ def experiment_2d(n_samples, seeds, max_iter, threads=(1, 2), slice_iter=None):
     X, y = draw(mixture, n_samples, seed=1)
     # compile outside the clock
     Xs, ys = X[:500], y[:500]
-    run_chain(Xs, ys, SubClusterDP(n_threads=2), np.zeros(500, dtype=np.int64), 0, 3,
+    run_chain(Xs, ys, SubclusterDP(n_threads=2), np.zeros(500, dtype=np.int64), 0, 3,
               reach=False)
     run_chain(Xs, ys, SliceDP(), kmeans_start(Xs), 0, 3, reach=False)
     rows = []
     for seed in seeds:
         for n_threads in (threads if seed == seeds[0] else threads[:1]):
             wall, cpu, it, secs, state = run_chain(
-                X, y, SubClusterDP(n_threads=n_threads), np.zeros(n_samples, dtype=np.int64),
+                X, y, SubclusterDP(n_threads=n_threads), np.zeros(n_samples, dtype=np.int64),
                 seed, max_iter)
             rows.append((seed, n_threads, wall, cpu, it, secs, state))
             print(f"subcluster seed {seed} threads {n_threads}: median {np.median(wall):.4f} s"
@@ -152,12 +152,12 @@ def experiment_d32(n_samples, iters, n_threads):
     mixture = make_mixture(20, 32, seed=0)
     X, y = draw(mixture, n_samples, seed=1)
     X_new, _ = draw(mixture, 20000, seed=2)
-    run_chain(X[:500], y[:500], SubClusterDP(n_threads=n_threads),
+    run_chain(X[:500], y[:500], SubclusterDP(n_threads=n_threads),
               np.zeros(500, dtype=np.int64), 0, 2, reach=False)
     rng = np.random.default_rng(0)
     base = NormalWishartBase()
     base.initialize(X, rng)
-    solver = SubClusterDP(n_threads=n_threads)
+    solver = SubclusterDP(n_threads=n_threads)
     t0 = time.perf_counter()
     state = solver.initialize(X, np.zeros(n_samples, dtype=np.int64), 1.0, base, rng)
     for _ in range(iters):

@@ -102,7 +102,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         split-merge moves, which mixes over the number of clusters far better than Gibbs
         alone) for the conjugate base and ``"auxiliary"`` otherwise. ``"subcluster"``
         (conjugate base only) draws every row at once given the clusters' weights and
-        parameters, in parallel over blocks of rows (``SubClusterDP(n_threads=...)``), with
+        parameters, in parallel over blocks of rows (``SubclusterDP(n_threads=...)``), with
         split and merge moves built from two sub-clusters (Chang and Fisher 2013): the
         sampler for large ``n_samples`` (see the user guide).
     init : {"auto", "single", "kmeans"}, default="auto"

@@ -53,7 +53,7 @@ for _cls in (
     ibp_explicit.TemperingIBP, ibp_explicit.MapClimbIBP,
     variational.VariationalIBP, variational.FiniteVariationalIBP,
     dp.CollapsedDP, dp.SplitMergeDP, dp.GibbsDP, dp.AuxiliaryDP, dp.NoGapsDP, dp.MetropolisDP,
-    dp.SliceDP, dp.TruncatedDP, dp.RetrospectiveDP, dp.SubClusterDP,
+    dp.SliceDP, dp.TruncatedDP, dp.RetrospectiveDP, dp.SubclusterDP,
     hierarchy.GibbsHierarchy,
     ddibp.GibbsDDIBP,
     eba.SliceEBA,

@@ -11,7 +11,7 @@ from .dp_no_gaps import NoGapsDP
 from .dp_retrospective import RetrospectiveDP
 from .dp_slice import SliceDP
 from .dp_split_merge import SplitMergeDP
-from .dp_subcluster import SubClusterDP
+from .dp_subcluster import SubclusterDP
 from .dp_truncated import TruncatedDP
 
 __all__ = [
@@ -25,7 +25,7 @@ __all__ = [
     "RetrospectiveDP",
     "SliceDP",
     "SplitMergeDP",
-    "SubClusterDP",
+    "SubclusterDP",
     "TruncatedDP",
 ]
 

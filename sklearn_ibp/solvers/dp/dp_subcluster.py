@@ -138,7 +138,7 @@ from ._dp_subcluster_kernels import (
     pair_members,
 )
 
-__all__ = ["SubClusterDP"]
+__all__ = ["SubclusterDP"]
 
 _LOG_2PI = math.log(2.0 * math.pi)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
@@ -170,7 +170,7 @@ class _NormalWishartModel:
     """What the sampler asks of a conjugate base, from sufficient statistics: a posterior
     draw of a component (mean, lower Cholesky factor of its precision, log normalising
     constant) and the log marginal likelihood. A test can substitute another model (a
-    flat likelihood) by overriding :meth:`SubClusterDP._component_model`."""
+    flat likelihood) by overriding :meth:`SubclusterDP._component_model`."""
 
     def __init__(self, base):
         self.base = base
@@ -194,7 +194,7 @@ class _NormalWishartModel:
         return self.base.log_marginal_from_statistics(n_, W_star)
 
 
-class SubClusterDP(BaseDPSolver):
+class SubclusterDP(BaseDPSolver):
     """Parallel sub-cluster split-merge sampler for the conjugate DP mixture (Chang and
     Fisher 2013, made exact; see the module docstring for the moves and their ratios).
 

@@ -23,7 +23,7 @@ from sklearn.metrics import adjusted_rand_score
 from sklearn_ibp import DPMixture
 from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
 from sklearn_ibp.priors.crp import expected_n_clusters
-from sklearn_ibp.solvers.dp import SubClusterDP
+from sklearn_ibp.solvers.dp import SubclusterDP
 from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
     STATS_ONLY,
     assign_blocks,
@@ -107,7 +107,7 @@ def test_statistics_from_sums_match_rows():
 # ------------------------------------------------------------------ 2. exact posterior
 @contextlib.contextmanager
 def _one_thread():
-    """What ``SubClusterDP.sweep`` does with ``n_threads=1`` (these subclasses bypass it)."""
+    """What ``SubclusterDP.sweep`` does with ``n_threads=1`` (these subclasses bypass it)."""
     before = numba.get_num_threads()
     numba.set_num_threads(1)
     try:
@@ -116,14 +116,14 @@ def _one_thread():
         numba.set_num_threads(before)
 
 
-class TinyBlocks(SubClusterDP):
+class TinyBlocks(SubclusterDP):
     """Two-row blocks and auxiliary parameters tempered to fewer rows than there are."""
 
     block_size = 2
     aux_rows = 0.7
 
 
-class ProposalsOnly(SubClusterDP):
+class ProposalsOnly(SubclusterDP):
     """The split and merge moves alone: each is the other's reverse, so together they must
     leave the posterior invariant by themselves."""
 
@@ -135,7 +135,7 @@ class ProposalsOnly(SubClusterDP):
             self._compact(state)
 
 
-class RowStepOnly(SubClusterDP):
+class RowStepOnly(SubclusterDP):
     """The slice row step alone (it can open and close clusters by itself)."""
 
     def sweep(self, state, base, rng):
@@ -157,7 +157,7 @@ def tiny_posterior():
 # proposals per sample the chi-square saw their autocorrelation (p 0.01, 0.0, 0.09),
 # while 1500 independent chains of 40 such sweeps gave p = 0.40.
 EXACT = [
-    (SubClusterDP(n_proposals=2, n_intermediate=1), 2000, 3),
+    (SubclusterDP(n_proposals=2, n_intermediate=1), 2000, 3),
     (TinyBlocks(n_proposals=4, n_intermediate=1), 1500, 3),
     (ProposalsOnly(n_proposals=6, n_intermediate=1), 1500, 2),
     (RowStepOnly(), 2000, 3),
@@ -194,7 +194,7 @@ class _FlatModel:
         return 0.0
 
 
-class FlatSubCluster(SubClusterDP):
+class FlatSubCluster(SubclusterDP):
     def _component_model(self, base):
         return _FlatModel(base)
 
@@ -227,7 +227,7 @@ def test_recovers_separated_gaussians_from_one_cluster():
     base = NormalWishartBase()
     rng = np.random.default_rng(0)
     base.initialize(X, rng)
-    solver = SubClusterDP()
+    solver = SubclusterDP()
     state = solver.initialize(X, np.zeros(800, dtype=np.int64), 1.0, base, rng)
     for _ in range(30):
         solver.sweep(state, base, rng)
@@ -243,7 +243,7 @@ def test_recovers_separated_gaussians_from_one_cluster():
         np.testing.assert_allclose(state.stats["sums"][k], rows.sum(0), atol=1e-8)
 
 
-class SmallBlocks(SubClusterDP):
+class SmallBlocks(SubclusterDP):
     block_size = 64
 
 
