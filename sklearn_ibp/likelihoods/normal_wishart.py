@@ -415,6 +415,11 @@ class NormalWishartBase(BaseMixtureComponents):
         """``log p(X_k)`` of a component with ``n`` rows and posterior scale ``W*`` (as
         :meth:`log_marginal`, from what :meth:`posterior_statistics_from_sums` gives)."""
         self._check_fitted()
+        return self._log_marginal(n, W_star, _log_mvgamma)
+
+    def _log_marginal(self, n, W_star, log_mvgamma) -> float:
+        # ``log_mvgamma``: SciPy's multigammaln (log_marginal, whose values the fits of
+        # the collapsed samplers are pinned to) or the faster _log_mvgamma.
         if n == 0:
             return 0.0
         D = self.n_features
@@ -423,8 +428,8 @@ class NormalWishartBase(BaseMixtureComponents):
         return float(
             -0.5 * n * D * math.log(math.pi)
             + 0.5 * D * (math.log(rho) - math.log(rho + n))
-            + _log_mvgamma(0.5 * (beta + n), D)
-            - _log_mvgamma(0.5 * beta, D)
+            + log_mvgamma(0.5 * (beta + n), D)
+            - log_mvgamma(0.5 * beta, D)
             + 0.5 * beta * self._prior_logdet
             - 0.5 * (beta + n) * logdet
         )
@@ -473,19 +478,7 @@ class NormalWishartBase(BaseMixtureComponents):
         """``log p(X_k)`` of one component's rows, parameters integrated out (module doc)."""
         X_k = self._check_rows(X_k)
         n, _, W_star = self.posterior_statistics(X_k)
-        if n == 0:
-            return 0.0
-        D = self.n_features
-        rho, beta = self.precision_scaling_, self.dof_
-        logdet = _logdet_from_chol(_cholesky(W_star, "W*"))
-        return float(
-            -0.5 * n * D * math.log(math.pi)
-            + 0.5 * D * (math.log(rho) - math.log(rho + n))
-            + multigammaln(0.5 * (beta + n), D)
-            - multigammaln(0.5 * beta, D)
-            + 0.5 * beta * self._prior_logdet
-            - 0.5 * (beta + n) * logdet
-        )
+        return self._log_marginal(n, W_star, multigammaln)
 
     def sample_posterior_from_statistics(self, n, mean, chol_W_star, rng):
         """A posterior draw ``(mu, S)`` of a component from its statistics: ``n`` rows,
