@@ -280,6 +280,7 @@ class DaskRows:
     def __init__(self, X, client, *, block_size=2**16, chunk_blocks=None, shift=None,
                  n_threads=1):
         import dask.array as da
+        import distributed
 
         if not isinstance(block_size, Integral) or block_size < 1:
             raise ValueError(f"block_size must be a positive integer; got {block_size!r}.")
@@ -307,8 +308,9 @@ class DaskRows:
         self.starts = np.concatenate([[0], np.cumsum(self.lengths)[:-1]]).astype(np.int64)
         self._X = client.compute(
             list(X.map_blocks(_to_chunk, dtype=np.float64).to_delayed()[:, 0]))
-        if shift is None:
-            shift = X.mean(axis=0).compute()
+        distributed.wait(self._X)
+        if shift is None:  # from the chunks on the workers (X is not computed again)
+            shift = self.as_dask_array().mean(axis=0).compute()
         self.shift = np.array(shift, dtype=np.float64).reshape(self.n_features)
         self._labels = None
 
@@ -407,6 +409,14 @@ class DaskRows:
                    for c, r in zip(chunk, local, strict=True)]
         out = np.array(self._gather(futures), dtype=np.float64)
         return out.reshape(rows.shape[0], self.n_features)
+
+    def as_dask_array(self):
+        """The store's rows as a ``dask.array`` of its chunks on the workers."""
+        import dask.array as da
+
+        return da.concatenate([
+            da.from_delayed(f, shape=(int(n), self.n_features), dtype=np.float64)
+            for f, n in zip(self._X, self.lengths, strict=True)])
 
     def labels(self):
         """The labels as a ``dask.array`` of the store's row chunks (nothing moves)."""
