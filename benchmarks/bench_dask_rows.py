@@ -40,6 +40,7 @@ import numpy as np
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), ".."))
 
 from sklearn_ibp.distributed.dask_rows import DaskRows  # noqa: E402
+from sklearn_ibp.solvers.dp._dp_subcluster_kernels import ARGMAX  # noqa: E402
 
 CENTRES = 6.0 * np.stack([np.cos(np.arange(8) * math.pi / 4),
                           np.sin(np.arange(8) * math.pi / 4)], axis=1)
@@ -151,7 +152,7 @@ def main(argv=None):
         def two_cluster_pass():
             members = store.select(tuple(int(k) for k in top))
             two = (comps[0][top], comps[1][top], np.zeros(2))
-            return members.n_members, members.run(two, 0, 3, 2)
+            return members.n_members, members.run(two, 0, ARGMAX, 2)
 
         (m, _), wall, cpu = timed(client, two_cluster_pass)
         print(f"two-cluster pass ({m} rows: select + ARGMAX): {wall:.3f} s wall, worker CPU "

@@ -56,9 +56,10 @@ Faults
 ------
 Every task is a pure function of futures the scheduler knows how to compute (the chunks of
 ``X`` from the dask graph, each label future from the previous one and the root's small
-arguments), so when a worker dies the scheduler computes what it held again from that
-lineage, the same bits: the numba kernels are deterministic and the random numbers are a
-function of the keys the root passed. The cost of a lost label future is the chain of passes
+arguments; starting labels are task arguments, not scattered data), so when a worker dies
+the scheduler computes what it held again from that lineage, the same bits: the numba
+kernels are deterministic and the random numbers are a function of the keys the root
+passed (a test kills a worker between row steps and gets the bits of an undisturbed run). The cost of a lost label future is the chain of passes
 that made it, since the store started (nothing is checkpointed); a worker lost for good
 with no worker left stalls the operation (distributed's own timeouts apply), unlike
 :class:`~sklearn_ibp.distributed._engines.DaskEngine`, which raises
@@ -332,7 +333,9 @@ class DaskRows:
             raise ValueError(
                 f"labels must be an int or an integer array of shape ({self.n_samples},); "
                 f"got {labels.dtype} of shape {labels.shape}.")
-        self._labels = [self.client.scatter(np.array(labels[s:s + n], dtype=np.int64))
+        # as the arguments of pure tasks (not scattered), so that a lost chunk of labels
+        # can be made again; the scheduler holds them (this is for small N)
+        self._labels = [submit(_own, np.array(labels[s:s + n]), np.int64, pure=True)
                         for s, n in zip(self.starts, self.lengths, strict=True)]
 
     def _submit(self, function, *args):
