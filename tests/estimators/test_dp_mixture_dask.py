@@ -84,3 +84,9 @@ def test_feature_names_warn_as_for_a_numpy_array():
     with pytest.warns(UserWarning, match="feature names"):
         expected = np.concatenate([model.predict(X[a:a + 30]) for a in range(0, 80, 30)])
     np.testing.assert_array_equal(got, expected)
+
+
+def test_score_of_a_dask_array_is_the_mean_of_its_rows_densities(fitted):
+    X = _blobs(120, 3)
+    got = fitted.score(da.from_array(X, chunks=50))
+    np.testing.assert_allclose(got, fitted.score(X), rtol=1e-12)
