@@ -50,7 +50,8 @@ Operations
   clusters).
 * :meth:`DaskRows.labels` (a ``dask.array`` of the final labels, no data moved),
   :meth:`DaskRows.gather_labels` (to here; for small ``N``), :meth:`DaskRows.rows` and
-  :meth:`DaskRows.labels_at` (a few rows or labels, e.g. the anchors).
+  :meth:`DaskRows.labels_at` (a few rows or labels, e.g. the anchors), and
+  :meth:`DaskRows.nth_row` (the driver's ``nth_row``: the partner row of a split).
 
 Faults
 ------
@@ -59,9 +60,10 @@ Every task is a pure function of futures the scheduler knows how to compute (the
 arguments; starting labels are task arguments, not scattered data), so when a worker dies
 the scheduler computes what it held again from that lineage, the same bits: the numba
 kernels are deterministic and the random numbers are a function of the keys the root
-passed (a test kills a worker between row steps and gets the bits of an undisturbed run). The cost of a lost label future is the chain of passes
-that made it, since the store started (nothing is checkpointed); a worker lost for good
-with no worker left stalls the operation (distributed's own timeouts apply), unlike
+passed (a test kills a worker between row steps and gets the bits of an undisturbed run).
+The cost of a lost label future is the chain of passes that made it, since the store
+started (nothing is checkpointed); a worker lost for good with no worker left stalls the
+operation (distributed's own timeouts apply), unlike
 :class:`~sklearn_ibp.distributed._engines.DaskEngine`, which raises
 :class:`WorkersLostError`.
 
@@ -221,6 +223,20 @@ def _set_rows(labels, rows, values):
 
 def _lookup(labels, table):
     return np.asarray(table, dtype=np.int64)[labels]
+
+
+def _count_label(labels, k, skip):
+    found = np.asarray(labels) == k
+    if skip >= 0:
+        found[skip] = False
+    return int(found.sum())
+
+
+def _nth_of_label(labels, k, rank, skip):
+    found = np.asarray(labels) == k
+    if skip >= 0:
+        found[skip] = False
+    return int(np.flatnonzero(found)[rank])
 
 
 def _count_members(members):
@@ -404,6 +420,28 @@ class DaskRows:
         futures = [self._submit(operator.getitem, self._labels[c], int(r))
                    for c, r in zip(chunk, local, strict=True)]
         return np.array(self._gather(futures), dtype=np.int64)
+
+    def nth_row(self, k, rank, skip=-1):
+        """The global row of cluster ``k`` that is its ``rank``-th in row order, not
+        counting the row ``skip`` (-1 for none); -1 if there is none (the driver's
+        ``nth_row``, the partner of a split). Two rounds of tasks: the counts per chunk,
+        then the row in its chunk."""
+        skips = np.full(self.n_chunks, -1, dtype=np.int64)
+        if skip >= 0:
+            _, chunk, local = self._locate([skip])
+            skips[chunk[0]] = local[0]
+        counts = np.array(self._gather([
+            self._submit(_count_label, lab, int(k), int(sk))
+            for lab, sk in zip(self._labels, skips, strict=True)]), dtype=np.int64)
+        ends = np.cumsum(counts)
+        rank = int(rank)
+        if rank < 0 or rank >= int(ends[-1]):
+            return -1
+        c = int(np.searchsorted(ends, rank, side="right"))
+        before = int(ends[c] - counts[c])
+        local = self._gather(self._submit(_nth_of_label, self._labels[c], int(k),
+                                          rank - before, int(skips[c])))
+        return int(self.starts[c]) + int(local)
 
     def rows(self, rows):
         """The data of a few global rows, ``(len(rows), n_features)``."""

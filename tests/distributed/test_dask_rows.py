@@ -13,6 +13,7 @@ from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
     SCORE_FORCED,
     STATS_ONLY,
     lowest_log_slices,
+    nth_row,
     pair_members,
 )
 from sklearn_ibp.solvers.dp.dp_subcluster import _EMPTY_INT, _ONE_COMPONENT, SubclusterDP
@@ -124,6 +125,10 @@ def test_passes_over_two_clusters_give_the_drivers_bits(client, data, chunk_bloc
     np.testing.assert_array_equal(rows.current(), current)
     np.testing.assert_array_equal(store.rows([i, j]), X[[i, j]])
     np.testing.assert_array_equal(store.labels_at([j, i]), [cj, ci])
+    n_ci = int(np.sum(labels == ci))
+    for rank in (0, 1, n_ci // 2, n_ci - 2, n_ci - 1):
+        assert store.nth_row(ci, rank, i) == nth_row(labels, ci, rank, i)
+        assert store.nth_row(ci, rank) == nth_row(labels, ci, rank, -1)
 
     union = np.concatenate([[i, j], members]).astype(np.int64)
     _assert_same(
