@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import copy
+import sys
 from numbers import Integral, Real
 
 import numpy as np
@@ -399,6 +400,40 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         check_is_fitted(self)
         return validate_data(self, X, dtype=np.float64, reset=False, order="C")
 
+    def _map_dask(self, X, method):
+        """``method`` (``"predict"``, ``"predict_proba"`` or ``"score_samples"``) of a
+        ``dask.array`` ``X``, lazily: the same in-memory call on each chunk of rows (the
+        columns joined into one chunk), a ``dask.array`` with ``X``'s row chunks. The
+        rows are checked on the workers, chunk by chunk, as the in-memory call checks
+        them (finite, numeric); the number of features is checked here. A dask array has
+        no feature names, so a model fitted on a DataFrame warns as it does for a NumPy
+        array (``X`` has no feature names)."""
+        check_is_fitted(self)
+        import dask
+        import dask.array as da
+
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-D dask array of shape (n_samples, n_features); got "
+                f"{X.ndim} dimension(s).")
+        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+            raise TypeError(f"X must hold numbers; got a dask array of dtype {X.dtype}.")
+        if not np.isnan(X.shape[1]) and X.shape[1] != self.n_features_in_:
+            raise ValueError(
+                f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
+                f"{self.n_features_in_} features as input.")
+        if getattr(self, "feature_names_in_", None) is not None:
+            # what validate_data says of a NumPy array after a fit on a DataFrame
+            validate_data(self, np.zeros((1, self.n_features_in_)), reset=False)
+        X = X.rechunk({1: -1})
+        model = dask.delayed(self, pure=True, traverse=False)
+        if method == "predict_proba":
+            return da.map_blocks(_chunk_call, X, model, method, dtype=np.float64,
+                                 chunks=(X.chunks[0], (self.n_components_,)))
+        dtype = np.intp if method == "predict" else np.float64
+        return da.map_blocks(_chunk_call, X, model, method, dtype=dtype,
+                             chunks=(X.chunks[0],), drop_axis=1)
+
     def _log_resp(self, X):
         best = self._point
         base = self._sample_base(best)
@@ -418,7 +453,10 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         -------
         proba : ndarray of shape (n_samples, n_components)
             Rows sum to one over the existing clusters (a new cluster is not a label).
+            A ``dask.array`` when ``X`` is one (computed chunk by chunk, lazily).
         """
+        if _is_dask_array(X):
+            return self._map_dask(X, "predict_proba")
         X = self._check_new(X)
         return np.exp(self._log_resp(X))
 
@@ -432,7 +470,10 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Returns
         -------
         labels : ndarray of shape (n_samples,)
+            A ``dask.array`` when ``X`` is one (computed chunk by chunk, lazily).
         """
+        if _is_dask_array(X):
+            return self._map_dask(X, "predict")
         return np.argmax(self.predict_proba(X), axis=1)
 
     def transform(self, X):
@@ -445,6 +486,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Returns
         -------
         responsibilities : ndarray of shape (n_samples, n_components)
+            A ``dask.array`` when ``X`` is one (computed chunk by chunk, lazily).
         """
         return self.predict_proba(X)
 
@@ -461,8 +503,14 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         Returns
         -------
         log_density : ndarray of shape (n_samples,)
+            A ``dask.array`` when ``X`` is one (computed chunk by chunk, lazily).
         """
-        X = self._check_new(X)
+        if _is_dask_array(X):
+            return self._map_dask(X, "score_samples")
+        return self._score_samples(self._check_new(X))
+
+    def _score_samples(self, X):
+        """:meth:`score_samples` of validated rows."""
         N = self._X_train.shape[0]
         per_sample = []
         for sample in self.samples_:
@@ -599,3 +647,22 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     @property
     def _n_features_out(self):
         return self.n_components_
+
+
+def _is_dask_array(X):
+    """Whether ``X`` is a ``dask.array`` (without importing dask: if it is not imported,
+    ``X`` is not one)."""
+    module = sys.modules.get("dask.array")
+    return module is not None and isinstance(X, module.Array)
+
+
+def _chunk_call(chunk, model, method):
+    """``model.method`` of one chunk of rows (a task of :meth:`DPMixture._map_dask`): the
+    in-memory call, with its checks, on a NumPy array."""
+    from sklearn.utils.validation import check_array
+
+    chunk = check_array(chunk, dtype=np.float64, order="C")
+    if method == "score_samples":
+        return model._score_samples(chunk)
+    proba = np.exp(model._log_resp(chunk))
+    return proba if method == "predict_proba" else np.argmax(proba, axis=1)

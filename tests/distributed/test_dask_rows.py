@@ -1,0 +1,234 @@
+"""The Dask row store (issue 24): every pass over rows it runs on the workers gives the bits
+of the sub-cluster driver's in-memory pass, for any chunking, on a LocalCluster of threads
+and of processes (tiny blocks, so that blocks straddle chunks)."""
+
+import warnings
+
+import numpy as np
+import pytest
+
+from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
+    ARGMAX,
+    SAMPLE,
+    SCORE_FORCED,
+    STATS_ONLY,
+    lowest_log_slices,
+    nth_row,
+    pair_members,
+)
+from sklearn_ibp.solvers.dp.dp_subcluster import _EMPTY_INT, _ONE_COMPONENT, SubclusterDP
+
+distributed = pytest.importorskip("distributed")
+da = pytest.importorskip("dask.array")
+
+from sklearn_ibp.distributed.dask_rows import DaskRows  # noqa: E402
+
+BLOCK = 16
+N, D, K = 300, 2, 4
+
+
+@pytest.fixture(scope="module", params=[False, True], ids=["threads", "processes"])
+def client(request):
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        where = {"host": "127.0.0.1"} if request.param else {}  # processes on loopback
+        cluster = distributed.LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=request.param,
+            dashboard_address=None, **where)
+        client = distributed.Client(cluster)
+    yield client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client.close()
+        cluster.close()
+
+
+@pytest.fixture(scope="module")
+def data():
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(N, D)) + 3.0 * rng.integers(0, 4, N)[:, None]
+    return X, rng.integers(0, K, N)
+
+
+def _solver():
+    solver = SubclusterDP()
+    solver.block_size = BLOCK
+    return solver
+
+
+def _components(rng, C):
+    means = rng.normal(scale=3.0, size=(C, D)) + 4.5
+    chols = np.stack([np.tril(0.3 * rng.normal(size=(D, D))) + np.eye(D) for _ in range(C)])
+    return means, chols, rng.normal(size=C)
+
+
+def _assert_same(expected, got):
+    assert len(expected) == len(got)
+    for a, b in zip(expected, got, strict=True):
+        np.testing.assert_array_equal(np.asarray(b), np.asarray(a))
+
+
+@pytest.mark.parametrize("chunk_blocks", [3, 40])
+def test_statistics_and_row_step_give_the_drivers_bits(client, data, chunk_blocks):
+    X, labels = data
+    X_before, labels_before = X.copy(), labels.copy()
+    solver = _solver()
+    shift = X.mean(axis=0)
+    store = DaskRows(da.from_array(X, chunks=(70, 1)), client, block_size=BLOCK,
+                     chunk_blocks=chunk_blocks, shift=shift)
+    assert store.lengths.sum() == N
+    assert (store.lengths[:-1] % BLOCK == 0).all()
+    store.set_labels(labels)
+    _assert_same(solver._pass(X, shift, _EMPTY_INT, N, _ONE_COMPONENT[D], 0, labels,
+                              STATS_ONLY, np.empty(N, dtype=np.int64), K),
+                 store.statistics(K))
+    rng = np.random.default_rng(chunk_blocks)
+    C = K + 2
+    log_pi = np.log(rng.dirichlet(np.ones(C)))
+    lows = np.empty(solver._blocks(N))
+    lowest_log_slices(labels, log_pi, np.uint64(77), np.int64(BLOCK), lows)
+    assert store.lowest_log_slice(log_pi, 77) == lows.min()
+    comps = _components(rng, C)
+    new = np.empty(N, dtype=np.int64)
+    expected = solver._pass(X, shift, _EMPTY_INT, N, comps, 123, _EMPTY_INT, SAMPLE, new, C,
+                            slice_args=(labels, log_pi, 77))
+    _assert_same(expected, store.row_step(comps, 123, log_pi, 77))
+    assert len(np.unique(new)) > 2  # the draw is not trivial
+    np.testing.assert_array_equal(store.gather_labels(), new)
+    lazy = store.labels()
+    assert isinstance(lazy, da.Array) and lazy.shape == (N,)
+    np.testing.assert_array_equal(lazy.compute(), new)
+    np.testing.assert_array_equal(X, X_before)
+    np.testing.assert_array_equal(labels, labels_before)
+
+
+@pytest.mark.parametrize("chunk_blocks", [1, 4])
+def test_passes_over_two_clusters_give_the_drivers_bits(client, data, chunk_blocks):
+    """A proposal's passes, stage by stage: the union's statistics with the anchors first,
+    deterministic scans, the sampled split, the scores of the current and of the last
+    sides; then the accepted move applied on the workers."""
+    X, labels = data
+    solver = _solver()
+    shift = X.mean(axis=0)
+    store = DaskRows(X, client, block_size=BLOCK, chunk_blocks=chunk_blocks, shift=shift)
+    store.set_labels(labels)
+    rng = np.random.default_rng(10 + chunk_blocks)
+    ci, cj = 1, 3
+    i, j = int(np.flatnonzero(labels == ci)[5]), int(np.flatnonzero(labels == cj)[-2])
+    scratch, sides = np.empty(N, dtype=np.int64), np.empty(N, dtype=np.int64)
+    m = pair_members(labels, ci, cj, i, j, scratch, sides)
+    members, current = scratch[:m].copy(), sides[:m].copy()
+    assert m > 4 * BLOCK
+    rows = store.select((ci, cj), exclude=(i, j))
+    assert rows.n_members == m
+    np.testing.assert_array_equal(rows.global_rows(), members)
+    np.testing.assert_array_equal(rows.current(), current)
+    np.testing.assert_array_equal(store.rows([i, j]), X[[i, j]])
+    np.testing.assert_array_equal(store.labels_at([j, i]), [cj, ci])
+    n_ci = int(np.sum(labels == ci))
+    for rank in (0, 1, n_ci // 2, n_ci - 2, n_ci - 1):
+        assert store.nth_row(ci, rank, i) == nth_row(labels, ci, rank, i)
+        assert store.nth_row(ci, rank) == nth_row(labels, ci, rank, -1)
+
+    union = np.concatenate([[i, j], members]).astype(np.int64)
+    _assert_same(
+        solver._pass(X, shift, union, m + 2, _ONE_COMPONENT[D], 0,
+                     np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
+                     np.empty(m + 2, dtype=np.int64), 1),
+        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1, forced=0, lead=([i, j], [0, 0])))
+    side = np.empty(m, dtype=np.int64)
+    for _ in range(2):
+        comps = _components(rng, 2)
+        _assert_same(solver._pass(X, shift, members, m, comps, 0, _EMPTY_INT, ARGMAX, side,
+                                  2), rows.run(comps, 0, ARGMAX, 2))
+        np.testing.assert_array_equal(rows.last_array(), side)
+    comps = _components(rng, 2)
+    _assert_same(solver._pass(X, shift, members, m, comps, 99, _EMPTY_INT, SAMPLE, side, 2),
+                 rows.run(comps, 99, SAMPLE, 2))
+    np.testing.assert_array_equal(rows.last_array(), side)
+    assert 0 < side.sum() < m
+    sampled = side.copy()
+    comps = _components(rng, 2)
+    _assert_same(solver._pass(X, shift, members, m, comps, 0, sampled, SCORE_FORCED,
+                              np.empty(m, dtype=np.int64), 2),
+                 rows.run(comps, 0, SCORE_FORCED, 2, forced="last"))
+    _assert_same(solver._pass(X, shift, members, m, comps, 0, current, SCORE_FORCED,
+                              np.empty(m, dtype=np.int64), 2),
+                 rows.run(comps, 0, SCORE_FORCED, 2, forced="current"))
+
+    # an accepted split of ci along the sampled sides (its side-0 rows and i to label K),
+    # then a merge of cj into ci, then dropping the emptied label
+    expected = labels.copy()
+    store_split = store.select((ci, cj), exclude=(i, j))
+    store_split.run(comps, 99, SAMPLE, 2)
+    rows_sampled = store_split.last_array()
+    store_split.assign([K, -1])
+    store.set_rows([i], K)
+    expected[members[rows_sampled == 0]] = K
+    expected[i] = K
+    np.testing.assert_array_equal(store.gather_labels(), expected)
+    merge = store.select((ci, cj), exclude=(i, j))
+    merge.assign([-1, ci], sides="current")
+    store.set_rows([j], ci)
+    expected[np.flatnonzero(expected == cj)] = ci
+    np.testing.assert_array_equal(store.gather_labels(), expected)
+    table = np.cumsum(np.bincount(expected, minlength=K + 1) > 0) - 1
+    store.relabel(table)
+    np.testing.assert_array_equal(store.gather_labels(), table[expected])
+
+
+def test_bad_arguments_are_named(client, data):
+    X, labels = data
+    store = DaskRows(X, client, block_size=BLOCK, chunk_blocks=2)
+    np.testing.assert_allclose(store.shift, X.mean(axis=0), rtol=1e-12)
+    with pytest.raises(ValueError, match="labels must be"):
+        store.set_labels(labels[:-1])
+    store.set_labels(0)
+    np.testing.assert_array_equal(store.statistics(1)[0], [N])
+    rows = store.select((0,))
+    with pytest.raises(ValueError, match="C is 1"):
+        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1, forced=1)
+    with pytest.raises(ValueError, match="need forced"):
+        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1)
+    with pytest.raises(ValueError, match="rows must be in"):
+        store.rows([N])
+    with pytest.raises(ValueError, match="block_size"):
+        DaskRows(X, client, block_size=0)
+    with pytest.raises(ValueError, match="2-D"):
+        DaskRows(X[:, 0], client)
+
+
+def test_a_killed_worker_costs_time_not_bits(client, data):
+    """The scheduler makes a dead worker's chunks and labels again from their lineage (pure
+    tasks): the row steps and statistics after the loss are those of an undisturbed run."""
+    import os
+    import signal
+    import time
+
+    if all(pid == os.getpid() for pid in client.run(os.getpid).values()):
+        pytest.skip("the workers are threads of this process")
+    X, _ = data
+    rng = np.random.default_rng(3)
+    C = 5
+    comps = _components(rng, C)
+    log_pi = np.log(np.full(C, 1.0 / C))
+
+    def run(kill):
+        store = DaskRows(X, client, block_size=BLOCK, chunk_blocks=2, shift=X.mean(axis=0))
+        store.set_labels(0)
+        out = []
+        for step in range(3):
+            out.append(store.row_step(comps, 10 + step, log_pi, 20 + step))
+            if kill and step == 1:
+                os.kill(min(client.run(os.getpid).values()), signal.SIGKILL)
+                time.sleep(0.5)
+        out.append(store.statistics(C))
+        return out, store.gather_labels()
+
+    undisturbed, labels = run(False)
+    workers = set(client.scheduler_info()["workers"])
+    survived, labels_after = run(True)
+    assert set(client.scheduler_info()["workers"]) != workers  # one was lost
+    for a, b in zip(undisturbed, survived, strict=True):
+        _assert_same(a, b)
+    np.testing.assert_array_equal(labels_after, labels)
