@@ -32,6 +32,7 @@ from .._draw_kernels import (
     draw_binary,
     draw_from_log_weights,
     log_poisson_table,
+    log_poisson_values,
     log_prior_odds,
 )
 
@@ -298,7 +299,9 @@ def _move_row(cov, mean, z_row, x_row, sigma_x2, sigma_a2, n_features, sign, u, 
     if sign < 0:
         # c = s_x^2 - z S z = s_x^4 / (s_x^2 + z S_-r z) >= s_x^4 / (s_x^2 + |z| s_a^2)
         # (S_-r <= s_a^2 I): held at that bound where the subtraction cancels.
-        denom = -max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
+        bound = sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2)
+        c0 = sigma_x2 - zu
+        denom = -(bound if bound > c0 else c0)  # -max(c0, bound), without compiling max
     else:
         denom = sigma_x2 + zu
     for j in range(n_features):
@@ -365,9 +368,11 @@ def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, w
                               windows_done, rng, n_total, sampled, max_features)
     cap = Z.shape[1]
     D = X.shape[1]
-    # Work arrays of the row kernel, made here so that the kernel allocates nothing.
-    scratch = (np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D), np.empty(D),
-               np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
+    # The new-feature prior of eq. 3.7 (log_poisson_table's numbers, from Python) and the
+    # work arrays of the row kernel, made here so that the kernel compiles no allocation.
+    log_poisson = log_poisson_values(alpha * beta / (beta + n_total - 1.0), k_max)
+    scratch = (log_poisson, np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D),
+               np.empty(D), np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
     n_rows = order.shape[0]
     done = 0
     K = n_features
@@ -420,7 +425,7 @@ def posterior_mean(cov, cross, mean, n_features, sigma_x2):
 @njit(cache=True, fastmath=FAST_MATH, nogil=True)
 def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, beta,
                 sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total, sampled,
-                max_features, log_new, u, t, g, e, z_old, u_move, zm_move):
+                max_features, log_poisson, log_new, u, t, g, e, z_old, u_move, zm_move):
     """:func:`sweep_accelerated` with windows of one row, up to the first window after
     which a refresh is due (made by the caller) or the spare columns run out.
 
@@ -437,13 +442,15 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
     One function body on purpose: each small helper numba inlines or links costs a
     first fit compile time (the steps are those of :func:`_sample_window`'s helpers
     :func:`_flip_step`, :func:`_accept_flip`, :func:`_room_for_new` and
-    :func:`_open_features` for a window of one row). The work arrays are the caller's.
+    :func:`_open_features` for a window of one row). The work arrays and the table
+    ``log_poisson`` of :func:`log_poisson_table` (``k_max + 1`` entries) are the caller's;
+    ``alpha`` enters only through it. No builtin ``max`` or ``int``, which numba compiles
+    apart (issue 22).
     """
     N = n_total
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     n_rows = order.shape[0]
     for start in range(n_rows):
         r = order[start]
@@ -465,7 +472,9 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
         # c0 = s_x^4 / (s_x^2 + z S_-r z) > 0, and S_-r <= s_a^2 I (the posterior is
         # tighter than the prior), so c0 >= s_x^4 / (s_x^2 + |z| s_a^2). With s_a >> s_x
         # the subtraction below cancels to zero or less: hold it at that bound.
-        c0 = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
+        c0 = sigma_x2 - zu
+        bound = sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2)
+        c0 = bound if bound > c0 else c0  # max(c0, bound)
         for j in range(K):
             t[j] = u[j] * sigma_x2 / c0  # S_-r z
         c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z
@@ -535,19 +544,21 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
                 c = c_new
                 current = proposed
                 Z[r, k] = 1 - zk
-                counts[k] += int(delta)
+                counts[k] += 1 - 2 * zk  # int(delta)
                 changed = True
         # New features (eq. 3.7): each adds s_a^2 to c. Over all variances the Gaussian
         # term is at most -D/2 (log(ee/D) + 1); a count whose prior alone puts it e^-50
         # below the best weight cannot matter in double precision and is skipped with its
         # logarithm. No more than the bound max_features on the live features allows.
-        ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
+        ee_pos = 1e-300 if 1e-300 > ee else ee  # max(ee, 1e-300)
+        ceiling = -0.5 * D * (math.log(ee_pos / D) + 1.0) if D > 0 else 0.0
         best = -np.inf
         live = 0
         for k in range(K):
             if counts[k] > 0:
                 live += 1
-        room = max(max_features - live, 0)
+        room = max_features - live
+        room = 0 if 0 > room else room  # max(room, 0)
         for j in range(k_max + 1):
             if j > room or log_poisson[j] + ceiling < best - 50.0:
                 log_new[j] = -np.inf
@@ -624,8 +635,8 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
             # No refresh is made inside (the count comes back divisible at most).
             K, _, _ = _sweep_rows(X, Z, counts, gram, cross, cov, mean, K, rows, alpha, beta,
                                   sigma_x2, sigma_a2, k_max, np.int64(0), np.int64(0), rng,
-                                  n_total, sampled,
-                                  max_features, log_new, u, t, g, e, z_old, u_move, zm_move)
+                                  n_total, sampled, max_features, log_poisson, log_new, u,
+                                  t, g, e, z_old, u_move, zm_move)
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:

@@ -104,7 +104,9 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sig
                             + (on_b if zb != 0.0 else off_b)
                             + -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
                         )
-                    best = max(log_w[0], max(log_w[1], log_w[2]))
+                    # max(log_w[0], max(log_w[1], log_w[2])), without compiling max
+                    best = log_w[2] if log_w[2] > log_w[1] else log_w[1]
+                    best = best if best > log_w[0] else log_w[0]
                     log_norm = best + math.log(
                         math.exp(log_w[0] - best) + math.exp(log_w[1] - best)
                         + math.exp(log_w[2] - best)
