@@ -511,23 +511,7 @@ def _sweep_links_gibbs(
         # R, Gk: the model without column k; b = Z_{-k}^T z and z^T X of the column; the
         # dish's rows; the links' reverse adjacency (the owner's own link left out).
         R, Gk = part_M, part_G
-        # R, Gk from the full model (the arithmetic of _remove_column_stats, written out
-        # here: a helper is compiled apart and again inside each caller, issue 22).
-        mkk = full_M[k, k]
-        for a in range(K):
-            col[a] = full_M[a, k]
-        for a in range(K):
-            f = col[a] / mkk
-            for j in range(K):
-                R[a, j] = full_M[a, j] - f * col[j]
-            if a != k:
-                for d in range(D):
-                    Gk[a, d] = full_G[a, d] - f * full_G[k, d]
-        for d in range(D):
-            Gk[k, d] = 0.0
-        for a in range(K):
-            R[a, k] = 0.0
-            R[k, a] = 0.0
+        _remove_column_stats(full_M, full_G, k, K, col, R, Gk)
         for j in range(K):
             b[j] = 0.0
         for d in range(D):
@@ -790,30 +774,8 @@ def _sweep_links_gibbs(
                 if new_on != on:
                     b[a] += delta[a]
                 delta[a] = 0.0
-        # The column's new statistics into the model without it, which becomes the full one
-        # (the arithmetic of _insert_column_stats, col as its work array v).
-        s = count + ratio
-        for a in range(K):
-            acc = 0.0
-            for j in range(K):
-                acc += R[a, j] * b[j]
-            col[a] = acc if a != k else 0.0
-            s -= b[a] * col[a]
-        s = floor if floor > s else s  # max(s, floor)
-        for d in range(D):
-            ud = zX[d]
-            for a in range(K):
-                ud -= b[a] * Gk[a, d]
-            for a in range(K):
-                Gk[a, d] -= col[a] * ud / s
-            Gk[k, d] = ud / s
-            cross[k, d] = zX[d]
-        for a in range(K):
-            for j in range(K):
-                R[a, j] += col[a] * col[j] / s
-            R[a, k] = -col[a] / s
-            R[k, a] = -col[a] / s
-        R[k, k] = 1.0 / s
+        # The column's new statistics into the model without it, which becomes the full one.
+        _insert_column_stats(R, Gk, cross, k, K, count, b, zX, ratio, col)
         full_M, full_G, part_M, part_G = R, Gk, full_M, full_G
 
 
@@ -1034,32 +996,8 @@ def sweep_ownership(
             delta += column_offset
             log_accept = delta + math.log(mu[i]) - math.log(lam + 1.0) - log_ratio
             if math.log(rng.random()) < log_accept:
-                # The column into the model as column K (the arithmetic of
-                # _insert_column_stats, written out: a helper is compiled apart and again
-                # inside each caller, issue 22).
                 b[K] = 0.0
-                s = count + ratio
-                for a in range(K + 1):
-                    acc = 0.0
-                    for j in range(K + 1):
-                        acc += Minv[a, j] * b[j]
-                    col[a] = acc if a != K else 0.0
-                    s -= b[a] * col[a]
-                s = floor if floor > s else s  # max(s, floor)
-                for d in range(D):
-                    ud = zX[d]
-                    for a in range(K + 1):
-                        ud -= b[a] * G[a, d]
-                    for a in range(K + 1):
-                        G[a, d] -= col[a] * ud / s
-                    G[K, d] = ud / s
-                    cross[K, d] = zX[d]
-                for a in range(K + 1):
-                    for j in range(K + 1):
-                        Minv[a, j] += col[a] * col[j] / s
-                    Minv[a, K] = -col[a] / s
-                    Minv[K, a] = -col[a] / s
-                Minv[K, K] = 1.0 / s
+                _insert_column_stats(Minv, G, cross, K, K + 1, count, b, zX, ratio, col)
                 if avoid:
                     # Every other customer's link from its prior row conditioned on not
                     # being i; i's own link from its prior row.
@@ -1129,22 +1067,7 @@ def sweep_ownership(
                     break
             log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
             if math.log(rng.random()) < log_accept:
-                # Column k out of the model, in place (the arithmetic of
-                # _remove_column_stats, written out).
-                for a in range(K):
-                    col[a] = Minv[a, k]
-                for a in range(K):
-                    f = col[a] / mkk
-                    for j in range(K):
-                        Minv[a, j] = Minv[a, j] - f * col[j]
-                    if a != k:
-                        for d in range(D):
-                            G[a, d] = G[a, d] - f * G[k, d]
-                for d in range(D):
-                    G[k, d] = 0.0
-                for a in range(K):
-                    Minv[a, k] = 0.0
-                    Minv[k, a] = 0.0
+                _remove_column_stats(Minv, G, k, K, col, Minv, G)
                 # The last dish moves into k's place (no-op copies when k is the last).
                 last = K - 1
                 for a in range(K):
