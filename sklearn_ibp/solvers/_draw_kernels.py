@@ -4,6 +4,8 @@ Each draw uses exactly one uniform from the chain's generator, so samplers that 
 the same conditionals make the same choices from the same seed.
 """
 
+import ctypes
+import ctypes.util
 import math
 
 import numpy as np
@@ -68,6 +70,40 @@ def log_poisson_table(rate, k_max):
     return table
 
 
+def _c_lgamma():
+    """The C library's ``lgamma`` (the function numba's ``math.lgamma`` calls), or None.
+
+    CPython's ``math.lgamma`` is its own approximation and differs from it in the last
+    bits (already at ``lgamma(4.0)``), so a table computed from Python with it would not be
+    the kernels' table."""
+    name = ctypes.util.find_library("m")
+    if name is None:
+        return None
+    try:
+        function = ctypes.CDLL(name).lgamma
+    except (OSError, AttributeError):
+        return None
+    function.restype = ctypes.c_double
+    function.argtypes = [ctypes.c_double]
+    return function
+
+
+_C_LGAMMA = _c_lgamma()
+
+
+def log_poisson_values(rate, k_max):
+    """Python twin of :func:`log_poisson_table`, the same numbers bit for bit, for the
+    drivers that pass the table to a kernel (so that a first fit does not compile the
+    kernel and its allocation, issue 22). Falls back to the kernel itself where the C
+    library's ``lgamma`` cannot be found."""
+    rate = float(rate)
+    k_max = int(k_max)
+    if _C_LGAMMA is None:
+        return log_poisson_table(rate, np.int64(k_max))
+    log_rate = math.log(rate)
+    return np.array([j * log_rate - rate - _C_LGAMMA(j + 1.0) for j in range(k_max + 1)])
+
+
 @njit(cache=True)
 def draw_from_log_weights(log_weights, rng):
     """An index drawn with probability proportional to ``exp(log_weights)``.
@@ -103,7 +139,7 @@ def random_order(n, out, rng):
     for i in range(n):
         out[i] = i
     for i in range(n - 1, 0, -1):
-        j = int(rng.random() * (i + 1))
+        j = np.int64(rng.random() * (i + 1))  # truncation, as int() (which compiles apart)
         out[i], out[j] = out[j], out[i]
 
 

@@ -10,7 +10,9 @@ from sklearn_ibp.solvers._draw_kernels import (
     draw_binary,
     draw_from_log_weights,
     log_poisson_table,
+    log_poisson_values,
     log_prior_odds,
+    random_order,
 )
 from sklearn_ibp.solvers.ibp._accelerated_kernels import refresh_posterior, window_log_density
 
@@ -45,6 +47,22 @@ def test_prior_terms():
     np.testing.assert_allclose(log_poisson_table(0.3, 6), poisson.logpmf(np.arange(7), 0.3))
     assert log_prior_odds(3, 10, 1.0) == pytest.approx(np.log(3 / 7))
     assert log_prior_odds(3, 10, 2.5) == pytest.approx(np.log(3 / (2.5 + 9 - 3)))
+
+
+@pytest.mark.parametrize("rate", [1e-3, 0.3, 1.7, 4.0, 123.456])
+def test_log_poisson_values_is_the_kernel_table_bit_for_bit(rate):
+    """The Python twin the accelerated sampler passes to its row kernel (issue 22) gives
+    the kernel's numbers exactly (CPython's own math.lgamma would not: it differs from the
+    C library's in the last bits from lgamma(4.0) on)."""
+    for k_max in (0, 4, 40):
+        expected = log_poisson_table(rate, np.int64(k_max))
+        np.testing.assert_array_equal(log_poisson_values(rate, k_max), expected)
+
+
+def test_random_order_is_a_permutation():
+    out = np.full(9, -1, dtype=np.int64)
+    random_order(7, out, np.random.default_rng(3))
+    assert sorted(out[:7]) == list(range(7)) and list(out[7:]) == [-1, -1]
 
 
 def test_discrete_draws():

@@ -32,6 +32,7 @@ from .._draw_kernels import (
     draw_binary,
     draw_from_log_weights,
     log_poisson_table,
+    log_poisson_values,
     log_prior_odds,
 )
 
@@ -268,49 +269,6 @@ def _sample_window(X, Z, counts, gram, cross, cov, mean, K, rows, n_total, beta,
     return K
 
 
-@njit(cache=True, fastmath=FAST_MATH)
-def _move_row(cov, mean, z_row, x_row, sigma_x2, sigma_a2, n_features, sign, u, zm):
-    """Take one row out of the feature posterior (``sign = -1``) or put it in
-    (``sign = 1``), in place, with the work arrays ``u`` and ``zm``: the arithmetic of
-    :func:`~sklearn_ibp.likelihoods._linear_gaussian_kernels.remove_row_from_posterior`
-    and ``add_row_to_posterior``, kept here with work arrays passed in, so that the
-    row kernel allocates nothing. ``S -> S - u u^T / c``, ``M -> M - u (z^T M - x)^T / c``
-    with ``u = S z`` and ``c = sign s_x^2 + z^T S z``."""
-    n_dims = mean.shape[1]
-    for j in range(n_features):
-        u[j] = 0.0
-    for d in range(n_dims):
-        zm[d] = -x_row[d]
-    for k in range(n_features):
-        if z_row[k] != 0:
-            for j in range(n_features):
-                u[j] += cov[j, k]
-            for d in range(n_dims):
-                zm[d] += mean[k, d]
-    zu = 0.0
-    n_on = 0
-    for k in range(n_features):
-        if z_row[k] != 0:
-            zu += u[k]
-            n_on += 1
-    if zu == 0.0:
-        return
-    if sign < 0:
-        # c = s_x^2 - z S z = s_x^4 / (s_x^2 + z S_-r z) >= s_x^4 / (s_x^2 + |z| s_a^2)
-        # (S_-r <= s_a^2 I): held at that bound where the subtraction cancels.
-        denom = -max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
-    else:
-        denom = sigma_x2 + zu
-    for j in range(n_features):
-        uj = u[j] / denom
-        if uj == 0.0:
-            continue
-        for i in range(n_features):
-            cov[j, i] -= uj * u[i]
-        for d in range(n_dims):
-            mean[j, d] -= uj * zm[d]
-
-
 @njit(cache=True, fastmath=FAST_MATH, inline="always")
 def _window_done(gram, cross, cov, mean, K, windows_done, refresh_every, sigma_x2, sigma_a2):
     """Count a finished window; every ``refresh_every`` windows recompute the posterior
@@ -365,9 +323,11 @@ def sweep_accelerated(X, Z, counts, gram, cross, cov, mean, n_features, order, w
                               windows_done, rng, n_total, sampled, max_features)
     cap = Z.shape[1]
     D = X.shape[1]
-    # Work arrays of the row kernel, made here so that the kernel allocates nothing.
-    scratch = (np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D), np.empty(D),
-               np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
+    # The new-feature prior of eq. 3.7 (log_poisson_table's numbers, from Python) and the
+    # work arrays of the row kernel, made here so that the kernel compiles no allocation.
+    log_poisson = log_poisson_values(alpha * beta / (beta + n_total - 1.0), k_max)
+    scratch = (log_poisson, np.empty(k_max + 1), np.empty(cap), np.empty(cap), np.empty(D),
+               np.empty(D), np.empty(cap, dtype=np.int8), np.empty(cap), np.empty(D))
     n_rows = order.shape[0]
     done = 0
     K = n_features
@@ -420,7 +380,7 @@ def posterior_mean(cov, cross, mean, n_features, sigma_x2):
 @njit(cache=True, fastmath=FAST_MATH, nogil=True)
 def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, beta,
                 sigma_x2, sigma_a2, k_max, refresh_every, windows_done, rng, n_total, sampled,
-                max_features, log_new, u, t, g, e, z_old, u_move, zm_move):
+                max_features, log_poisson, log_new, u, t, g, e, z_old, u_move, zm_move):
     """:func:`sweep_accelerated` with windows of one row, up to the first window after
     which a refresh is due (made by the caller) or the spare columns run out.
 
@@ -437,13 +397,16 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
     One function body on purpose: each small helper numba inlines or links costs a
     first fit compile time (the steps are those of :func:`_sample_window`'s helpers
     :func:`_flip_step`, :func:`_accept_flip`, :func:`_room_for_new` and
-    :func:`_open_features` for a window of one row). The work arrays are the caller's.
+    :func:`_open_features` for a window of one row, and the draws of ``draw_binary`` and
+    ``draw_from_log_weights``, with the same arithmetic and uniforms). The work arrays and the table
+    ``log_poisson`` of :func:`log_poisson_table` (``k_max + 1`` entries) are the caller's;
+    ``alpha`` enters only through it. No builtin ``max`` or ``int``, which numba compiles
+    apart (issue 22).
     """
     N = n_total
     D = X.shape[1]
     K = n_features
     cap = Z.shape[1]
-    log_poisson = log_poisson_table(alpha * beta / (beta + N - 1.0), k_max)
     n_rows = order.shape[0]
     for start in range(n_rows):
         r = order[start]
@@ -465,7 +428,9 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
         # c0 = s_x^4 / (s_x^2 + z S_-r z) > 0, and S_-r <= s_a^2 I (the posterior is
         # tighter than the prior), so c0 >= s_x^4 / (s_x^2 + |z| s_a^2). With s_a >> s_x
         # the subtraction below cancels to zero or less: hold it at that bound.
-        c0 = max(sigma_x2 - zu, sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2))
+        c0 = sigma_x2 - zu
+        bound = sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2)
+        c0 = bound if bound > c0 else c0  # max(c0, bound)
         for j in range(K):
             t[j] = u[j] * sigma_x2 / c0  # S_-r z
         c = sigma_x2 * sigma_x2 / c0  # s_x^2 + z S_-r z
@@ -523,7 +488,9 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
             else:
                 log_odds = log_prior_odds(others, N, beta)
                 log_odds += proposed - current if zk == 0 else current - proposed
-                flip = draw_binary(log_odds, rng) != zk
+                # draw_binary(log_odds, rng) != zk, written out
+                p_one = 1.0 / (1.0 + math.exp(-log_odds)) if log_odds > -700.0 else 0.0
+                flip = (1 if rng.random() < p_one else 0) != zk
             if flip:
                 eg = 0.0
                 for d in range(D):
@@ -535,19 +502,21 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
                 c = c_new
                 current = proposed
                 Z[r, k] = 1 - zk
-                counts[k] += int(delta)
+                counts[k] += 1 - 2 * zk  # int(delta)
                 changed = True
         # New features (eq. 3.7): each adds s_a^2 to c. Over all variances the Gaussian
         # term is at most -D/2 (log(ee/D) + 1); a count whose prior alone puts it e^-50
         # below the best weight cannot matter in double precision and is skipped with its
         # logarithm. No more than the bound max_features on the live features allows.
-        ceiling = -0.5 * D * (math.log(max(ee, 1e-300) / D) + 1.0) if D > 0 else 0.0
+        ee_pos = 1e-300 if 1e-300 > ee else ee  # max(ee, 1e-300)
+        ceiling = -0.5 * D * (math.log(ee_pos / D) + 1.0) if D > 0 else 0.0
         best = -np.inf
         live = 0
         for k in range(K):
             if counts[k] > 0:
                 live += 1
-        room = max(max_features - live, 0)
+        room = max_features - live
+        room = 0 if 0 > room else room  # max(room, 0)
         for j in range(k_max + 1):
             if j > room or log_poisson[j] + ceiling < best - 50.0:
                 log_new[j] = -np.inf
@@ -556,7 +525,18 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
             log_new[j] = log_poisson[j] - 0.5 * (D * math.log(cj) + ee / cj)
             if log_new[j] > best:
                 best = log_new[j]
-        n_new = draw_from_log_weights(log_new, rng)
+        # n_new = draw_from_log_weights(log_new, rng), written out (best is the largest
+        # entry of log_new: the skipped ones are -inf).
+        total = 0.0
+        for j in range(k_max + 1):
+            log_new[j] = math.exp(log_new[j] - best)
+            total += log_new[j]
+        x = rng.random() * total
+        n_new = 0
+        acc = log_new[0]
+        while acc < x and n_new < k_max:
+            n_new += 1
+            acc += log_new[n_new]
         # The new features only row r has: given the other rows their values have the
         # prior N(0, s_a^2), uncorrelated with the existing features, and no statistics.
         for f in range(K, K + n_new):
@@ -579,8 +559,43 @@ def _sweep_rows(X, Z, counts, gram, cross, cov, mean, n_features, order, alpha, 
             for sign in (-1.0, 1.0):
                 z_row = z_old if sign < 0 else Z[r]
                 n_row = K_old if sign < 0 else K
-                _move_row(cov, mean, z_row, X[r], sigma_x2, sigma_a2, n_row, sign, u_move,
-                          zm_move)
+                # The row out of (sign -1) or into (+1) the posterior, in place, with the
+                # work arrays u_move, zm_move: the arithmetic of remove_row_from_posterior
+                # and add_row_to_posterior (likelihoods/_linear_gaussian_kernels.py).
+                # S -> S - u u^T / c, M -> M - u (z^T M - x)^T / c, u = S z and
+                # c = sign s_x^2 + z^T S z; c held at its bound s_x^4 / (s_x^2 + |z| s_a^2)
+                # on removal (S_-r <= s_a^2 I) where the subtraction cancels.
+                for j in range(n_row):
+                    u_move[j] = 0.0
+                for d in range(D):
+                    zm_move[d] = -X[r, d]
+                for k in range(n_row):
+                    if z_row[k] != 0:
+                        for j in range(n_row):
+                            u_move[j] += cov[j, k]
+                        for d in range(D):
+                            zm_move[d] += mean[k, d]
+                zu = 0.0
+                n_on = 0
+                for k in range(n_row):
+                    if z_row[k] != 0:
+                        zu += u_move[k]
+                        n_on += 1
+                if zu != 0.0:
+                    if sign < 0:
+                        bound = sigma_x2 * sigma_x2 / (sigma_x2 + n_on * sigma_a2)
+                        c0 = sigma_x2 - zu
+                        denom = -(bound if bound > c0 else c0)
+                    else:
+                        denom = sigma_x2 + zu
+                    for j in range(n_row):
+                        uj = u_move[j] / denom
+                        if uj == 0.0:
+                            continue
+                        for a in range(n_row):
+                            cov[j, a] -= uj * u_move[a]
+                        for d in range(D):
+                            mean[j, d] -= uj * zm_move[d]
                 for k in range(n_row):
                     if z_row[k] != 0:
                         for j in range(n_row):
@@ -624,8 +639,8 @@ def _sweep_windows(X, Z, counts, gram, cross, cov, mean, n_features, order, wind
             # No refresh is made inside (the count comes back divisible at most).
             K, _, _ = _sweep_rows(X, Z, counts, gram, cross, cov, mean, K, rows, alpha, beta,
                                   sigma_x2, sigma_a2, k_max, np.int64(0), np.int64(0), rng,
-                                  n_total, sampled,
-                                  max_features, log_new, u, t, g, e, z_old, u_move, zm_move)
+                                  n_total, sampled, max_features, log_poisson, log_new, u,
+                                  t, g, e, z_old, u_move, zm_move)
         else:
             # Take the window out of the posterior: p(A | Z_-W, X_-W).
             for r in rows:

@@ -16,10 +16,10 @@ carried as covariance and mean and moved by Sherman-Morrison updates.
 
 import math
 
+import numpy as np
 from numba import njit
 
 from ..._numba import FAST_MATH
-from .._draw_kernels import draw_from_log_weights, random_order
 
 _LOG_2PI = math.log(2.0 * math.pi)
 
@@ -43,7 +43,9 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sig
     ``order``, ``visit`` and ``final`` (int64, as long as ``rows``; ``order`` ends holding
     the final scan's order: it visited ``rows[order]``), ``u``, ``resid``, ``z_row``,
     ``log_w`` and ``chosen_log`` (float64 of lengths ``K``, ``D``, ``K``, 3, 3) are work
-    arrays. One function body, as the scans are what a first fit compiles.
+    arrays. One function body, as the scans are what a first fit compiles (the draws of
+    ``random_order`` and ``draw_from_log_weights`` written out, the same arithmetic and
+    uniforms; issue 22).
 
     Returns
     -------
@@ -56,7 +58,12 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sig
     n_rows = rows.shape[0]
     log_q = 0.0
     for scan in range(2 + n_intermediate):
-        random_order(n_rows, order, rng)
+        # random_order(n_rows, order, rng), written out
+        for i in range(n_rows):
+            order[i] = i
+        for i in range(n_rows - 1, 0, -1):
+            j = np.int64(rng.random() * (i + 1))
+            order[i], order[j] = order[j], order[i]
         last = scan == 1 + n_intermediate
         for i in range(n_rows):
             visit[i] = rows[order[i]]
@@ -104,15 +111,25 @@ def split_scans(X, Z, rows, col_a, col_b, target, n_intermediate, cov, mean, sig
                             + (on_b if zb != 0.0 else off_b)
                             + -0.5 * (D * (_LOG_2PI + math.log(var)) + quad / var)
                         )
-                    best = max(log_w[0], max(log_w[1], log_w[2]))
+                    # max(log_w[0], max(log_w[1], log_w[2])), without compiling max
+                    best = log_w[2] if log_w[2] > log_w[1] else log_w[1]
+                    best = best if best > log_w[0] else log_w[0]
                     log_norm = best + math.log(
                         math.exp(log_w[0] - best) + math.exp(log_w[1] - best)
                         + math.exp(log_w[2] - best)
                     )
                     if final[i] < 0:
+                        # p = draw_from_log_weights(log_w[:3], rng), written out
+                        total = 0.0
                         for p in range(3):
-                            chosen_log[p] = log_w[p]
-                        p = draw_from_log_weights(chosen_log, rng)
+                            chosen_log[p] = math.exp(log_w[p] - best)
+                            total += chosen_log[p]
+                        x = rng.random() * total
+                        p = 0
+                        acc = chosen_log[0]
+                        while acc < x and p < 2:
+                            p += 1
+                            acc += chosen_log[p]
                     else:
                         p = final[i]
                     log_q += log_w[p] - log_norm
