@@ -646,6 +646,7 @@ def ibp_rows(
             shift[k] = 0
         for cat in range(L_slots):
             if C[n, cat] == 1 and sizes[cat] == 1:
+                own_categories[n_own] = cat
                 n_own += 1
                 for k in range(K_slots):
                     shift[k] -= M[cat, k]
@@ -660,11 +661,6 @@ def ibp_rows(
         log_truncation = 0.0
         feasible = True
         if n_own > 0:
-            n_found = np.int64(0)
-            for cat in range(L_slots):
-                if C[n, cat] == 1 and sizes[cat] == 1:
-                    own_categories[n_found] = cat
-                    n_found += 1
             random_order(n_own, cat_order, rng)
             for k in range(K_slots):
                 seen[k] = 0
@@ -753,23 +749,19 @@ def ibp_rows(
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
             continue
         # Accept: remove the own categories (their exclusive features die), add the new.
-        for cat in range(L_slots):
-            if C[n, cat] == 1 and sizes[cat] == 1:
-                for k in range(K_slots):
-                    if M[cat, k] == 1:
-                        M[cat, k] = 0
-                        links[k] -= 1
-                        if links[k] == 0:
-                            counts[K_LIVE] -= 1
-                C[n, cat] = 0
-                sizes[cat] = 0
-                counts[L_LIVE] -= 1
-        base = counts[K_SLOTS]  # == K_slots: new features were drawn into these slots
-        for t in range(n_feat):
-            links[base + t] = 0
-            for i in range(N):  # element loops: no broadcasting to compile
-                S[i, base + t] = 0
-                Z[i, base + t] = 0
+        for j in range(n_own):
+            cat = own_categories[j]
+            for k in range(K_slots):
+                if M[cat, k] == 1:
+                    M[cat, k] = 0
+                    links[k] -= 1
+                    if links[k] == 0:
+                        counts[K_LIVE] -= 1
+            C[n, cat] = 0
+            sizes[cat] = 0
+            counts[L_LIVE] -= 1
+        # The new features take the slots from K_slots on, whose links and columns of S
+        # and Z are zero (the arrays are zero beyond the slots in use).
         for j in range(n_cat):
             cat = counts[L_SLOTS]
             counts[L_SLOTS] += 1
@@ -931,26 +923,20 @@ def link_pass(
                 else:
                     member_changes[i] = 0
                     _copy_row(flip_preds[i], pred[n])
-            # Reverse: the current own features, scored in a random order_own given the current
-            # configuration without own features.
+            # The configurations without own features: the current one (new_preds), from
+            # which the reverse scores the current own features in a random order, and the
+            # flipped one (flip_preds), from which the new features are proposed in sequence.
             for i in range(n_members):
                 n = members[i]
                 _copy_row(new_preds[i], pred[n])
-                for k in range(K_now):
-                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        _subtract_row(new_preds[i], A, k)
+                for t in range(n_own):
+                    if Z[n, own[t]] == 1:
+                        _subtract_row(new_preds[i], A, own[t])
+                        _subtract_row(flip_preds[i], A, own[t])
             log_accept -= _replaced_features_weight(
                 own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
                 n_members, Z, A, children, new_preds, rng, continuous,
             )
-            # Forward: the new features, proposed in sequence given the flipped configuration
-            # without own features.
-            for i in range(n_members):
-                n = members[i]
-                _copy_row(new_preds[i], flip_preds[i])
-                for k in range(K_now):
-                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        _subtract_row(new_preds[i], A, k)
             for t in range(n_new):
                 k = K_now + t
                 for i in range(n_members):
@@ -958,11 +944,12 @@ def link_pass(
                     new_children[i, t] = children[i]
                 log_accept += _propose_feature(
                     TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-                    children, new_preds, A[k], rng, continuous,
+                    children, flip_preds, A[k], rng, continuous,
                 )
             for i in range(n_members):
                 n = members[i]
-                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], flip_preds[i],
+                                                 noise)
                 log_accept += new_liks[i] - old_liks[i]
             if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
                 continue
@@ -974,31 +961,26 @@ def link_pass(
                         Z[n, member_ks[i, j]] += member_deltas[i, j]
                 M[cat, k_flip] = 1 if sign == 1 else 0
                 links[k_flip] += sign
-            for k in range(K_now):
-                if M[cat, k] == 1 and links[k] == 1:
-                    M[cat, k] = 0
-                    links[k] = 0
-                    counts[K_LIVE] -= 1
-                    for i in range(n_members):
-                        n = members[i]
-                        S[n, k] = 0
-                        Z[n, k] = 0
+            # The own features die (the flip left them own) and the new ones take the
+            # slots from K_now on, zero in every array beyond the slots in use.
+            for t in range(n_own):
+                k = own[t]
+                M[cat, k] = 0
+                links[k] = 0
+                for i in range(n_members):
+                    S[members[i], k] = 0
+                    Z[members[i], k] = 0
             for t in range(n_new):
                 k = K_now + t
                 M[cat, k] = 1
                 links[k] = 1
-                for i in range(S.shape[0]):  # element loops: no broadcasting to compile
-                    S[i, k] = 0
-                    Z[i, k] = 0
                 for i in range(n_members):
-                    n = members[i]
-                    S[n, k] = 1
-                    Z[n, k] = new_children[i, t]
+                    S[members[i], k] = 1
+                    Z[members[i], k] = new_children[i, t]
             counts[K_SLOTS] += n_new
-            counts[K_LIVE] += n_new
+            counts[K_LIVE] += n_new - n_own
             for i in range(n_members):
-                n = members[i]
-                _copy_row(pred[n], new_preds[i])
+                _copy_row(pred[members[i]], flip_preds[i])
                 old_liks[i] = new_liks[i]
     return -1
 
