@@ -660,21 +660,20 @@ def ibp_rows(
             continue
         log_truncation = 0.0
         feasible = True
-        if n_own > 0:
-            random_order(n_own, cat_order, rng)
+        random_order(n_own, cat_order, rng)  # (no draw when n_own = 0)
+        for k in range(K_slots):
+            seen[k] = 0
+        for j in range(n_own):
+            cat = own_categories[cat_order[j]]
+            n_introduced = np.int64(0)
             for k in range(K_slots):
-                seen[k] = 0
-            for j in range(n_own):
-                cat = own_categories[cat_order[j]]
-                n_introduced = np.int64(0)
-                for k in range(K_slots):
-                    if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
-                        seen[k] = 1
-                        n_introduced += 1
-                if n_introduced > max_new:
-                    feasible = False
-                    break
-                log_truncation -= _log_poisson_cdf(alpha_m / (L_minus + j + 1.0), max_new)
+                if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
+                    seen[k] = 1
+                    n_introduced += 1
+            if n_introduced > max_new:
+                feasible = False
+                break
+            log_truncation -= _log_poisson_cdf(alpha_m / (L_minus + j + 1.0), max_new)
         if not feasible:
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
@@ -699,13 +698,12 @@ def ibp_rows(
                 n_feat += 1
             for k in range(K_slots + n_feat):
                 link_count[k] += prop_links[j, k]
-        # The children of row n under the proposal.
+        # The children of row n under the proposal, whose parent counts change by the
+        # links of the new categories less those of the own ones: link_count less links
+        # (zero beyond the slots in use).
         width = K_slots + n_feat
         for k in range(width):
-            proposal_shift[k] = shift[k] if k < K_slots else 0
-        for j in range(n_cat):
-            for k in range(width):
-                proposal_shift[k] += prop_links[j, k]
+            proposal_shift[k] = link_count[k] - links[k]
         # (Slots from K_slots on hold no parent and no child until a proposal is accepted.)
         n_changes, log_ratio = _change_parents(
             n, proposal_shift, _ONE, S, Z, width, log_q, link, ks, deltas, rng
