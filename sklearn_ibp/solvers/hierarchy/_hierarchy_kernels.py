@@ -444,6 +444,8 @@ def dp_rows(
         if L_slots + 1 > Lcap or K_slots + n_auxiliary * max_new > Kcap:
             return n
         l0 = category[n]
+        # Views made once (1-D indexing compiles to less than 2-D).
+        m_l0, z_n = M[l0], Z[n]
         sizes[l0] -= 1
         singleton = sizes[l0] == 0
         L_minus = counts[L_LIVE] - (1 if singleton else 0)
@@ -464,7 +466,7 @@ def dp_rows(
                 continue
             if cat == l0:
                 for k in range(K_slots):
-                    z_opts[cat, k] = Z[n, k]
+                    z_opts[cat, k] = z_n[k]
             else:
                 for k in range(K_slots):
                     if M[cat, k] == 1:
@@ -476,13 +478,13 @@ def dp_rows(
         if singleton:
             first_fresh = 1
             for k in range(K_slots):
-                z_opts[L_slots, k] = Z[n, k]
+                z_opts[L_slots, k] = z_n[k]
             # The features only this category links were proposed from row n's data:
             # their weight carries prior over proposal density, the features scored in
             # a random order given the row's features that other categories also link.
             # (aux_links[0] serves as the mask: a singleton's first auxiliary is itself.)
             for k in range(K_slots):
-                aux_links[0, k] = 1 if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1) \
+                aux_links[0, k] = 1 if z_n[k] == 1 and not (m_l0[k] == 1 and links[k] == 1) \
                     else 0
             _row_prediction(aux_links[0], A, K_slots, one_pred[0])
             for k in range(K_slots):
@@ -491,7 +493,7 @@ def dp_rows(
             log_w[L_slots] = log_aux + _log_poisson_cdf(alpha_m / (L_minus + 1.0), max_new)
             n_own = np.int64(0)
             for k in range(K_slots):
-                if M[l0, k] == 1 and links[k] == 1:
+                if m_l0[k] == 1 and links[k] == 1:
                     own[n_own] = k
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
@@ -501,7 +503,7 @@ def dp_rows(
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
             for k in range(K_slots):
-                others = links[k] - (M[l0, k] if singleton else 0)
+                others = links[k] - (m_l0[k] if singleton else 0)
                 if others > 0 and rng.random() * (L_minus + 1.0) < others:
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(_ONE, log_q, link, rng)
@@ -553,11 +555,11 @@ def dp_rows(
                 counts[K_LIVE] += 1
         if singleton:
             for k in range(K_slots):
-                if M[l0, k] == 1:
+                if m_l0[k] == 1:
                     links[k] -= 1
                     if links[k] == 0:
                         counts[K_LIVE] -= 1
-                    M[l0, k] = 0
+                    m_l0[k] = 0
             counts[L_LIVE] -= 1
         C[n, l0] = 0
         C[n, target] = 1
@@ -566,8 +568,8 @@ def dp_rows(
         K_now = counts[K_SLOTS]
         for k in range(K_now):
             S[n, k] = M[target, k]
-            Z[n, k] = z_opts[chosen, k] if k < width else 0
-        _row_prediction(Z[n], A, K_now, pred[n])
+            z_n[k] = z_opts[chosen, k] if k < width else 0
+        _row_prediction(z_n, A, K_now, pred[n])
     return -1
 
 
