@@ -444,6 +444,8 @@ def dp_rows(
         if L_slots + 1 > Lcap or K_slots + n_auxiliary * max_new > Kcap:
             return n
         l0 = category[n]
+        # Views made once (1-D indexing compiles to less than 2-D).
+        m_l0, z_n = M[l0], Z[n]
         sizes[l0] -= 1
         singleton = sizes[l0] == 0
         L_minus = counts[L_LIVE] - (1 if singleton else 0)
@@ -464,7 +466,7 @@ def dp_rows(
                 continue
             if cat == l0:
                 for k in range(K_slots):
-                    z_opts[cat, k] = Z[n, k]
+                    z_opts[cat, k] = z_n[k]
             else:
                 for k in range(K_slots):
                     if M[cat, k] == 1:
@@ -476,13 +478,13 @@ def dp_rows(
         if singleton:
             first_fresh = 1
             for k in range(K_slots):
-                z_opts[L_slots, k] = Z[n, k]
+                z_opts[L_slots, k] = z_n[k]
             # The features only this category links were proposed from row n's data:
             # their weight carries prior over proposal density, the features scored in
             # a random order given the row's features that other categories also link.
             # (aux_links[0] serves as the mask: a singleton's first auxiliary is itself.)
             for k in range(K_slots):
-                aux_links[0, k] = 1 if Z[n, k] == 1 and not (M[l0, k] == 1 and links[k] == 1) \
+                aux_links[0, k] = 1 if z_n[k] == 1 and not (m_l0[k] == 1 and links[k] == 1) \
                     else 0
             _row_prediction(aux_links[0], A, K_slots, one_pred[0])
             for k in range(K_slots):
@@ -491,7 +493,7 @@ def dp_rows(
             log_w[L_slots] = log_aux + _log_poisson_cdf(alpha_m / (L_minus + 1.0), max_new)
             n_own = np.int64(0)
             for k in range(K_slots):
-                if M[l0, k] == 1 and links[k] == 1:
+                if m_l0[k] == 1 and links[k] == 1:
                     own[n_own] = k
                     n_own += 1
             log_w[L_slots] += _replaced_features_weight(
@@ -501,7 +503,7 @@ def dp_rows(
         for j in range(first_fresh, n_auxiliary):
             o = L_slots + j
             for k in range(K_slots):
-                others = links[k] - (M[l0, k] if singleton else 0)
+                others = links[k] - (m_l0[k] if singleton else 0)
                 if others > 0 and rng.random() * (L_minus + 1.0) < others:
                     aux_links[j, k] = 1
                     z_opts[o, k] = draw_child(_ONE, log_q, link, rng)
@@ -553,11 +555,11 @@ def dp_rows(
                 counts[K_LIVE] += 1
         if singleton:
             for k in range(K_slots):
-                if M[l0, k] == 1:
+                if m_l0[k] == 1:
                     links[k] -= 1
                     if links[k] == 0:
                         counts[K_LIVE] -= 1
-                    M[l0, k] = 0
+                    m_l0[k] = 0
             counts[L_LIVE] -= 1
         C[n, l0] = 0
         C[n, target] = 1
@@ -566,8 +568,8 @@ def dp_rows(
         K_now = counts[K_SLOTS]
         for k in range(K_now):
             S[n, k] = M[target, k]
-            Z[n, k] = z_opts[chosen, k] if k < width else 0
-        _row_prediction(Z[n], A, K_now, pred[n])
+            z_n[k] = z_opts[chosen, k] if k < width else 0
+        _row_prediction(z_n, A, K_now, pred[n])
     return -1
 
 
@@ -604,6 +606,7 @@ def ibp_rows(
     log_count[0] = -np.inf
     for i in range(1, N + 1):
         log_count[i] = math.log(float(i))
+    base = one_pred[0]
     for n in range(start, N):
         one_row[0] = n
         L_slots, K_slots = counts[L_SLOTS], counts[K_SLOTS]
@@ -612,32 +615,34 @@ def ibp_rows(
             or K_slots + max_new_categories * max_new > Kcap
         ):
             return n
-        log_lik = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+        # The row's views, made once (each view made is code to compile).
+        x_n, observed_n, pred_n, c_n = X[n], observed[n], pred[n], C[n]
+        log_lik = row_log_likelihood(obs_kind, x_n, observed_n, pred_n, noise)
         # Shared categories, in a random order.
         random_order(L_slots, cat_order, rng)
         for j in range(L_slots):
             cat = cat_order[j]
             if sizes[cat] == 0:
                 continue
-            others = sizes[cat] - C[n, cat]
+            others = sizes[cat] - c_n[cat]
             if others == 0:
                 continue
             for k in range(K_slots):
                 shift[k] = M[cat, k]
-            sign = -1 if C[n, cat] == 1 else 1
+            sign = -1 if c_n[cat] == 1 else 1
             n_changes, log_ratio = _change_parents(
                 n, shift, sign, S, Z, K_slots, log_q, link, ks, deltas, rng
             )
-            _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
+            _shifted_row(pred_n, A, ks, deltas, n_changes, new_pred)
             new_lik = log_lik
             if _children_change(deltas, n_changes):
-                new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+                new_lik = row_log_likelihood(obs_kind, x_n, observed_n, new_pred, noise)
             log_odds = log_count[others] - log_count[N - others]
             log_accept = log_ratio + new_lik - log_lik + (log_odds if sign == 1 else -log_odds)
             if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
                 _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, ks, deltas,
                                n_changes, new_pred)
-                C[n, cat] = 1 if sign == 1 else 0
+                c_n[cat] = 1 if sign == 1 else 0
                 sizes[cat] += sign
                 log_lik = new_lik
         # Own categories: the current ones and the features only they link.
@@ -645,7 +650,8 @@ def ibp_rows(
         for k in range(K_slots):
             shift[k] = 0
         for cat in range(L_slots):
-            if C[n, cat] == 1 and sizes[cat] == 1:
+            if c_n[cat] == 1 and sizes[cat] == 1:
+                own_categories[n_own] = cat
                 n_own += 1
                 for k in range(K_slots):
                     shift[k] -= M[cat, k]
@@ -659,26 +665,20 @@ def ibp_rows(
             continue
         log_truncation = 0.0
         feasible = True
-        if n_own > 0:
-            n_found = np.int64(0)
-            for cat in range(L_slots):
-                if C[n, cat] == 1 and sizes[cat] == 1:
-                    own_categories[n_found] = cat
-                    n_found += 1
-            random_order(n_own, cat_order, rng)
+        random_order(n_own, cat_order, rng)  # (no draw when n_own = 0)
+        for k in range(K_slots):
+            seen[k] = 0
+        for j in range(n_own):
+            cat = own_categories[cat_order[j]]
+            n_introduced = np.int64(0)
             for k in range(K_slots):
-                seen[k] = 0
-            for j in range(n_own):
-                cat = own_categories[cat_order[j]]
-                n_introduced = np.int64(0)
-                for k in range(K_slots):
-                    if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
-                        seen[k] = 1
-                        n_introduced += 1
-                if n_introduced > max_new:
-                    feasible = False
-                    break
-                log_truncation -= _log_poisson_cdf(alpha_m / (L_minus + j + 1.0), max_new)
+                if M[cat, k] == 1 and links[k] + shift[k] == 0 and seen[k] == 0:
+                    seen[k] = 1
+                    n_introduced += 1
+            if n_introduced > max_new:
+                feasible = False
+                break
+            log_truncation -= _log_poisson_cdf(alpha_m / (L_minus + j + 1.0), max_new)
         if not feasible:
             continue
         # Proposal: new categories with links from the IBP predictive over categories.
@@ -703,13 +703,12 @@ def ibp_rows(
                 n_feat += 1
             for k in range(K_slots + n_feat):
                 link_count[k] += prop_links[j, k]
-        # The children of row n under the proposal.
+        # The children of row n under the proposal, whose parent counts change by the
+        # links of the new categories less those of the own ones: link_count less links
+        # (zero beyond the slots in use).
         width = K_slots + n_feat
         for k in range(width):
-            proposal_shift[k] = shift[k] if k < K_slots else 0
-        for j in range(n_cat):
-            for k in range(width):
-                proposal_shift[k] += prop_links[j, k]
+            proposal_shift[k] = link_count[k] - links[k]
         # (Slots from K_slots on hold no parent and no child until a proposal is accepted.)
         n_changes, log_ratio = _change_parents(
             n, proposal_shift, _ONE, S, Z, width, log_q, link, ks, deltas, rng
@@ -719,25 +718,25 @@ def ibp_rows(
         log_ratio += log_truncation
         # Reverse: the features only the own categories link, scored in a random order
         # given the row's current features that other categories link.
-        _copy_row(one_pred[0], pred[n])
+        _copy_row(base, pred_n)
         n_excl = np.int64(0)
         for k in range(K_slots):
             if link_count[k] == 0 and shift[k] < 0:
                 own[n_excl] = k
                 n_excl += 1
                 if Z[n, k] == 1:
-                    _subtract_row(one_pred[0], A, k)
+                    _subtract_row(base, A, k)
         log_ratio -= _replaced_features_weight(
             own, n_excl, order, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
             Z, A, one_child, one_pred, rng, continuous,
         )
         # Forward: the new features, proposed in sequence from the row's data given the
         # proposal's features that existed before and the new ones proposed so far.
-        _shifted_row(pred[n], A, ks, deltas, n_changes, new_pred)
-        _copy_row(one_pred[0], new_pred)
+        _shifted_row(pred_n, A, ks, deltas, n_changes, new_pred)
+        _copy_row(base, new_pred)
         for j in range(n_changes):
             if ks[j] >= K_slots and deltas[j] == 1:
-                _subtract_row(one_pred[0], A, ks[j])
+                _subtract_row(base, A, ks[j])
         for j in range(n_changes):
             k = ks[j]
             if k < K_slots:
@@ -747,29 +746,25 @@ def ibp_rows(
                 TRUE, prior_kind, prior, obs_kind, noise, X, observed, one_row, ONE,
                 one_child, one_pred, A[k], rng, continuous,
             )
-        _copy_row(new_pred, one_pred[0])
-        new_lik = row_log_likelihood(obs_kind, X[n], observed[n], new_pred, noise)
+        _copy_row(new_pred, base)
+        new_lik = row_log_likelihood(obs_kind, x_n, observed_n, new_pred, noise)
         log_accept = log_ratio + new_lik - log_lik
         if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
             continue
         # Accept: remove the own categories (their exclusive features die), add the new.
-        for cat in range(L_slots):
-            if C[n, cat] == 1 and sizes[cat] == 1:
-                for k in range(K_slots):
-                    if M[cat, k] == 1:
-                        M[cat, k] = 0
-                        links[k] -= 1
-                        if links[k] == 0:
-                            counts[K_LIVE] -= 1
-                C[n, cat] = 0
-                sizes[cat] = 0
-                counts[L_LIVE] -= 1
-        base = counts[K_SLOTS]  # == K_slots: new features were drawn into these slots
-        for t in range(n_feat):
-            links[base + t] = 0
-            for i in range(N):  # element loops: no broadcasting to compile
-                S[i, base + t] = 0
-                Z[i, base + t] = 0
+        for j in range(n_own):
+            cat = own_categories[j]
+            for k in range(K_slots):
+                if M[cat, k] == 1:
+                    M[cat, k] = 0
+                    links[k] -= 1
+                    if links[k] == 0:
+                        counts[K_LIVE] -= 1
+            c_n[cat] = 0
+            sizes[cat] = 0
+            counts[L_LIVE] -= 1
+        # The new features take the slots from K_slots on, whose links and columns of S
+        # and Z are zero (the arrays are zero beyond the slots in use).
         for j in range(n_cat):
             cat = counts[L_SLOTS]
             counts[L_SLOTS] += 1
@@ -780,14 +775,14 @@ def ibp_rows(
                     if links[k] == 0:
                         counts[K_LIVE] += 1
                     links[k] += 1
-            C[n, cat] = 1
+            c_n[cat] = 1
             sizes[cat] = 1
         counts[K_SLOTS] += n_feat
         for k in range(width):
             S[n, k] += proposal_shift[k]
         for j in range(n_changes):
             Z[n, ks[j]] += deltas[j]
-        _copy_row(pred[n], new_pred)
+        _copy_row(pred_n, new_pred)
     return -1
 
 
@@ -837,6 +832,7 @@ def link_pass(
             return pos
         if sizes[cat] == 0:
             continue
+        m_cat = M[cat]  # the category's links (a view: 1-D indexing compiles to less)
         n_members = np.int64(0)
         for n in range(N):
             if C[n, cat] == 1:
@@ -852,29 +848,27 @@ def link_pass(
             k = order[j]
             if links[k] == 0:
                 continue
-            others = links[k] - M[cat, k]
+            others = links[k] - m_cat[k]
             if others == 0:
                 continue
             for kk in range(K_slots):
                 shift[kk] = 0
             shift[k] = 1
-            sign = -1 if M[cat, k] == 1 else 1
+            sign = -1 if m_cat[k] == 1 else 1
             log_odds = math.log(others) - math.log(L_live - others)
             log_accept = log_odds if sign == 1 else -log_odds
             for i in range(n_members):
                 n = members[i]
+                # (Each view is made once: a view made is code to compile.)
+                ks_i, deltas_i, pred_i = member_ks[i], member_deltas[i], new_preds[i]
                 n_changes, log_ratio = _change_parents(
-                    n, shift, sign, S, Z, K_slots, log_q, link,
-                    member_ks[i], member_deltas[i], rng,
+                    n, shift, sign, S, Z, K_slots, log_q, link, ks_i, deltas_i, rng,
                 )
                 member_changes[i] = n_changes
-                _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
-                             new_preds[i])
+                _shifted_row(pred[n], A, ks_i, deltas_i, n_changes, pred_i)
                 new_liks[i] = old_liks[i]
-                if _children_change(member_deltas[i], n_changes):
-                    new_liks[i] = row_log_likelihood(
-                        obs_kind, X[n], observed[n], new_preds[i], noise
-                    )
+                if _children_change(deltas_i, n_changes):
+                    new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], pred_i, noise)
                 log_accept += log_ratio + new_liks[i] - old_liks[i]
             if log_accept >= 0.0 or rng.random() < math.exp(log_accept):
                 for i in range(n_members):
@@ -882,7 +876,7 @@ def link_pass(
                     _apply_parents(n, shift, sign, S, Z, pred, A, K_slots, member_ks[i],
                                    member_deltas[i], member_changes[i], new_preds[i])
                     old_liks[i] = new_liks[i]
-                M[cat, k] = 1 if sign == 1 else 0
+                m_cat[k] = 1 if sign == 1 else 0
                 links[k] += sign
         # Own features: replaced by new ones proposed from the members' data, alone and
         # together with a flip of each shared link (a category that explains its rows by an
@@ -891,7 +885,7 @@ def link_pass(
         random_order(K_slots + 1, order, rng)
         for j in range(K_slots + 1):
             k = order[j] - 1
-            if k >= 0 and (links[k] == 0 or links[k] - M[cat, k] == 0):
+            if k >= 0 and (links[k] == 0 or links[k] - m_cat[k] == 0):
                 continue
             # The own-feature move (see the docstring), with shared link k_flip flipped
             # too when k_flip >= 0; a rejected or impossible move leaves the state as is.
@@ -900,7 +894,7 @@ def link_pass(
             n_new = _truncated_poisson(alpha_m / L_live, max_new, rng)
             n_own = np.int64(0)
             for k in range(K_now):
-                if M[cat, k] == 1 and links[k] == 1:
+                if m_cat[k] == 1 and links[k] == 1:
                     own[n_own] = k
                     n_own += 1
             if n_new == 0 and n_own == 0 and k_flip < 0:
@@ -913,44 +907,38 @@ def link_pass(
                 for kk in range(K_now):
                     shift[kk] = 0
                 shift[k_flip] = 1
-                sign = -1 if M[cat, k_flip] == 1 else 1
-                others = links[k_flip] - M[cat, k_flip]
+                sign = -1 if m_cat[k_flip] == 1 else 1
+                others = links[k_flip] - m_cat[k_flip]
                 log_odds = math.log(others) - math.log(L_live - others)
                 log_accept += log_odds if sign == 1 else -log_odds
             for i in range(n_members):
                 n = members[i]
+                ks_i, deltas_i, pred_i = member_ks[i], member_deltas[i], flip_preds[i]
                 if k_flip >= 0:
                     n_changes, log_ratio = _change_parents(
-                        n, shift, sign, S, Z, K_now, log_q, link, member_ks[i], member_deltas[i],
-                        rng,
+                        n, shift, sign, S, Z, K_now, log_q, link, ks_i, deltas_i, rng,
                     )
                     member_changes[i] = n_changes
                     log_accept += log_ratio
-                    _shifted_row(pred[n], A, member_ks[i], member_deltas[i], n_changes,
-                                 flip_preds[i])
+                    _shifted_row(pred[n], A, ks_i, deltas_i, n_changes, pred_i)
                 else:
                     member_changes[i] = 0
-                    _copy_row(flip_preds[i], pred[n])
-            # Reverse: the current own features, scored in a random order_own given the current
-            # configuration without own features.
+                    _copy_row(pred_i, pred[n])
+            # The configurations without own features: the current one (new_preds), from
+            # which the reverse scores the current own features in a random order, and the
+            # flipped one (flip_preds), from which the new features are proposed in sequence.
             for i in range(n_members):
                 n = members[i]
-                _copy_row(new_preds[i], pred[n])
-                for k in range(K_now):
-                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        _subtract_row(new_preds[i], A, k)
+                reverse_i, forward_i = new_preds[i], flip_preds[i]
+                _copy_row(reverse_i, pred[n])
+                for t in range(n_own):
+                    if Z[n, own[t]] == 1:
+                        _subtract_row(reverse_i, A, own[t])
+                        _subtract_row(forward_i, A, own[t])
             log_accept -= _replaced_features_weight(
                 own, n_own, order_own, prior_kind, prior, obs_kind, noise, X, observed, members,
                 n_members, Z, A, children, new_preds, rng, continuous,
             )
-            # Forward: the new features, proposed in sequence given the flipped configuration
-            # without own features.
-            for i in range(n_members):
-                n = members[i]
-                _copy_row(new_preds[i], flip_preds[i])
-                for k in range(K_now):
-                    if M[cat, k] == 1 and links[k] == 1 and Z[n, k] == 1:
-                        _subtract_row(new_preds[i], A, k)
             for t in range(n_new):
                 k = K_now + t
                 for i in range(n_members):
@@ -958,11 +946,12 @@ def link_pass(
                     new_children[i, t] = children[i]
                 log_accept += _propose_feature(
                     TRUE, prior_kind, prior, obs_kind, noise, X, observed, members, n_members,
-                    children, new_preds, A[k], rng, continuous,
+                    children, flip_preds, A[k], rng, continuous,
                 )
             for i in range(n_members):
                 n = members[i]
-                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], new_preds[i], noise)
+                new_liks[i] = row_log_likelihood(obs_kind, X[n], observed[n], flip_preds[i],
+                                                 noise)
                 log_accept += new_liks[i] - old_liks[i]
             if not (log_accept >= 0.0 or rng.random() < math.exp(log_accept)):
                 continue
@@ -972,33 +961,28 @@ def link_pass(
                     S[n, k_flip] += sign
                     for j in range(member_changes[i]):
                         Z[n, member_ks[i, j]] += member_deltas[i, j]
-                M[cat, k_flip] = 1 if sign == 1 else 0
+                m_cat[k_flip] = 1 if sign == 1 else 0
                 links[k_flip] += sign
-            for k in range(K_now):
-                if M[cat, k] == 1 and links[k] == 1:
-                    M[cat, k] = 0
-                    links[k] = 0
-                    counts[K_LIVE] -= 1
-                    for i in range(n_members):
-                        n = members[i]
-                        S[n, k] = 0
-                        Z[n, k] = 0
+            # The own features die (the flip left them own) and the new ones take the
+            # slots from K_now on, zero in every array beyond the slots in use.
+            for t in range(n_own):
+                k = own[t]
+                m_cat[k] = 0
+                links[k] = 0
+                for i in range(n_members):
+                    S[members[i], k] = 0
+                    Z[members[i], k] = 0
             for t in range(n_new):
                 k = K_now + t
-                M[cat, k] = 1
+                m_cat[k] = 1
                 links[k] = 1
-                for i in range(S.shape[0]):  # element loops: no broadcasting to compile
-                    S[i, k] = 0
-                    Z[i, k] = 0
                 for i in range(n_members):
-                    n = members[i]
-                    S[n, k] = 1
-                    Z[n, k] = new_children[i, t]
+                    S[members[i], k] = 1
+                    Z[members[i], k] = new_children[i, t]
             counts[K_SLOTS] += n_new
-            counts[K_LIVE] += n_new
+            counts[K_LIVE] += n_new - n_own
             for i in range(n_members):
-                n = members[i]
-                _copy_row(pred[n], new_preds[i])
+                _copy_row(pred[members[i]], flip_preds[i])
                 old_liks[i] = new_liks[i]
     return -1
 
@@ -1042,7 +1026,8 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng,
     N, D = X.shape
     random_order(K_slots, order, rng)
     for n in range(N):
-        lik_cur = row_log_likelihood(obs_kind, X[n], observed[n], pred[n], noise)
+        x_n, observed_n, pred_n = X[n], observed[n], pred[n]  # each view made once
+        lik_cur = row_log_likelihood(obs_kind, x_n, observed_n, pred_n, noise)
         for j in range(K_slots):
             k = order[j]
             s = S[n, k]
@@ -1050,13 +1035,13 @@ def child_pass(X, observed, S, Z, A, pred, K_slots, log_q, obs_kind, noise, rng,
                 continue
             z = Z[n, k]
             for d in range(D):
-                row[d] = pred[n, d] + (1.0 - 2.0 * z) * A[k, d]
-            lik_flip = row_log_likelihood(obs_kind, X[n], observed[n], row, noise)
+                row[d] = pred_n[d] + (1.0 - 2.0 * z) * A[k, d]
+            lik_flip = row_log_likelihood(obs_kind, x_n, observed_n, row, noise)
             p_on = _child_on_probability(z, s, lik_cur, lik_flip, log_q)
             z_new = 1 if rng.random() < p_on else 0
             if z_new != z:
                 Z[n, k] = z_new
-                _copy_row(pred[n], row)
+                _copy_row(pred_n, row)
                 lik_cur = lik_flip
 
 

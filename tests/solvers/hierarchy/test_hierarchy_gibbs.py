@@ -95,6 +95,51 @@ def test_every_state_is_consistent(upper, link, likelihood_name):
     assert len(seen) > 1, "the chain never moved"
 
 
+#: Where each pass kernel takes (C, M, S, Z, sizes, links, counts) among its arguments.
+_PASS_ARRAYS = {
+    "dp_rows": (3, 5, 6, 7, 10, 11, 12),
+    "ibp_rows": (3, 4, 5, 6, 9, 10, 11),
+    "link_pass": (4, 5, 6, 7, 10, 11, 12),
+}
+
+
+@pytest.mark.parametrize("upper, link", COMBINATIONS)
+def test_the_passes_leave_the_arrays_zero_beyond_the_slots_in_use(upper, link, monkeypatch):
+    # The passes put new categories and features into the slots from counts[L_SLOTS] and
+    # counts[K_SLOTS] on without clearing them first: everything beyond the slots in use
+    # must be zero whenever a pass returns (before the driver compacts).
+    from sklearn_ibp.solvers.hierarchy import _hierarchy_kernels as kernels
+
+    calls = Counter()
+
+    def checked(name):
+        kernel = getattr(kernels, name)
+
+        def run(*args):
+            result = kernel(*args)
+            C, M, S, Z, sizes, links, counts = (args[i] for i in _PASS_ARRAYS[name])
+            L_slots, K_slots = counts[kernels.L_SLOTS], counts[kernels.K_SLOTS]
+            for beyond in (C[:, L_slots:], M[L_slots:], M[:, K_slots:], S[:, K_slots:],
+                           Z[:, K_slots:], sizes[L_slots:], links[K_slots:]):
+                assert not np.any(beyond), f"{name} left a value beyond the slots in use"
+            calls[name] += 1
+            return result
+
+        return run
+
+    for name in _PASS_ARRAYS:
+        monkeypatch.setattr(kernels, name, checked(name))
+    rng = np.random.default_rng(5)
+    shapes = (rng.random((3, 8)) < 0.4).astype(float)
+    Z = (rng.random((40, 3)) < 0.4).astype(float)
+    X = ((Z @ shapes > 0) ^ (rng.random((40, 8)) < 0.05)).astype(float)
+    likelihood = BinaryDetection()
+    params = likelihood.initial_parameters(X, np.ones(X.shape, np.uint8))
+    state = _run(X, likelihood, params, upper, link, 20, 1, hyper=True)
+    assert calls["link_pass"] >= 20 and calls["dp_rows" if upper == "dp" else "ibp_rows"] >= 20
+    assert state.n_features > 0
+
+
 # -- exact posterior -------------------------------------------------------------------
 def _partitions(n):
     """Canonical label vectors (first appearance order) of all partitions of n items."""
