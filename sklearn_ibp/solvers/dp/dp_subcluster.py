@@ -124,10 +124,8 @@ from sklearn.utils._param_validation import Interval, Options
 
 from ..._memory import check_allocation
 from ...likelihoods._normal_wishart_kernels import cholesky_lower
-from ...likelihoods.normal_wishart import _log_mvgamma
 from ._dp_base import BaseDPSolver, MixtureState
 from ._dp_subcluster_kernels import (
-    ARGMAX,
     SAMPLE,
     SCORE_FORCED,
     STATS_ONLY,
@@ -136,6 +134,7 @@ from ._dp_subcluster_kernels import (
     lowest_log_slices,
     nth_row,
     pair_members,
+    stage_order,
 )
 
 __all__ = ["SubclusterDP"]
@@ -145,25 +144,12 @@ _EMPTY_INT = np.zeros(0, dtype=np.int64)
 _EMPTY_FLOAT = np.zeros(0)
 
 
-class _OneComponent(dict):
-    """Dummy single-component arguments for the STATS_ONLY passes, by n_features."""
-
-    def __missing__(self, D):
-        self[D] = value = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
-        return value
-
-
-_ONE_COMPONENT = _OneComponent()
-#: Prior count of each sub-cluster's weight in the proposals' scans (Dir(m_A + 1, m_B + 1)).
-_SUB_PRIOR = 1.0
 #: Weight of the merge partner chosen by the softmax of the merge scores (the rest is a
 #: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
 #: probability of at least ``(1 - _GREEDY) / (K - 1)``).
 _GREEDY = 0.5
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
-#: Precision of the launch components relative to the union's (see _launch_components).
-_LAUNCH_SHARPNESS = 4.0
 
 
 class _NormalWishartModel:
@@ -202,11 +188,8 @@ class SubclusterDP(BaseDPSolver):
     ----------
     n_proposals : int, default=4
         Split-merge proposals per sweep, after the row step (half splits, half merges).
-        Each costs about ``n_intermediate + 4`` passes over the rows of the one or two
-        clusters involved.
-    n_intermediate : int, default=3
-        Refinements of a proposal's deterministic split after the first (nearest anchor)
-        assignment.
+        Each costs about one pass over the rows of the one or two clusters involved (in
+        about ``log2`` of their size stages).
     n_threads : int, default=1
         Threads of the row step and the scans (numba ``prange`` over blocks of rows);
         -1 for numba's default (``NUMBA_NUM_THREADS``). The chain is bit-identical for
@@ -218,8 +201,6 @@ class SubclusterDP(BaseDPSolver):
     block_size : int
         Rows per block of the statistics (2**16); a class attribute, so a test can use
         tiny blocks. Any thread count gives the same bits for a given ``block_size``.
-    aux_rows : float
-        Tempering of the auxiliary sub-cluster parameters (module docstring; 3).
 
     Notes
     -----
@@ -242,21 +223,14 @@ class SubclusterDP(BaseDPSolver):
     #: Splits whole clusters, so a chain can start with every row in one cluster.
     proposes_splits = True
     block_size = 2**16
-    #: The auxiliary sub-cluster parameters of a proposal follow the sub-cluster
-    #: posteriors given their statistics scaled by ``min(1, aux_rows / sqrt(n))`` (``n``
-    #: the rows of the two clusters), so that the (tempered) posteriors given the
-    #: deterministic split and given the current or proposed split overlap at any ``n``.
-    aux_rows = 3.0
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
-        "n_intermediate": [Interval(Integral, 0, None, closed="left")],
         "n_threads": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
     }
 
-    def __init__(self, n_proposals=4, n_intermediate=3, n_threads=1):
+    def __init__(self, n_proposals=4, n_threads=1):
         self.n_proposals = n_proposals
-        self.n_intermediate = n_intermediate
         self.n_threads = n_threads
 
     # ------------------------------------------------------------------ set-up
@@ -530,47 +504,22 @@ class SubclusterDP(BaseDPSolver):
             keep[picks] = False
             members, current = rows[keep], sides[keep]
             m = members.shape[0]
-        # -- the deterministic split V of the union (depends on i, j and its rows only)
-        x_i, x_j = X[i] - shift, X[j] - shift
-        anchor_stats = (
-            np.array([1, 1], dtype=np.int64), np.stack([x_i, x_j]),
-            np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))]))
+        # -- the staged sequential allocation of the union (module docstring, step 3)
+        stage_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         side = np.empty(m, dtype=np.int64)
-        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
-        u_n, u_s, u_q, _ = self._pass(X, shift, union_rows, m + 2, _ONE_COMPONENT[D], 0,
-                                      np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
-                                      np.empty(m + 2, dtype=np.int64), 1)
-        comps = self._launch_components(model, X[i], X[j], int(u_n[0]), u_s[0], u_q[0],
-                                        shift)
-        v_n, v_s, v_q = anchor_stats
-        for scan in range(int(self.n_intermediate) + 1):
-            if scan > 0:
-                comps = self._mode_components(model, v_n, v_s, v_q, shift)
-            c, s_, q_, _ = self._pass(X, shift, members, m, comps, 0, _EMPTY_INT, ARGMAX,
-                                      side, 2)
-            v_n, v_s, v_q = (anchor_stats[0] + c, anchor_stats[1] + s_,
-                             anchor_stats[2] + q_)
-        lam = min(1.0, float(self.aux_rows) / math.sqrt(m + 2.0))
-        v_post = self._posteriors(model, v_n, v_s, v_q, shift, lam)
         log_alpha = math.log(state.alpha)
         if split:
             st["subcluster"]["splits_proposed"] += 1
-            phi = self._draw_phi(model, v_post, lam * v_n, rng)
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            c, s_, q_, log_q = self._pass(X, shift, members, m, phi[:3], key, _EMPTY_INT,
-                                          SAMPLE, side, 2)
-            n_ab = anchor_stats[0] + c
-            s_ab = anchor_stats[1] + s_
-            q_ab = anchor_stats[2] + q_
-            ab_post = self._posteriors(model, n_ab, s_ab, q_ab, shift, lam)
+            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, i, j, members,
+                                                     stage_key, key, _EMPTY_INT, SAMPLE,
+                                                     side)
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
                 + model.log_marginal(int(n_ab[0]), s_ab[0], q_ab[0], shift)
                 + model.log_marginal(int(n_ab[1]), s_ab[1], q_ab[1], shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
-                + self._log_phi(model, phi, ab_post, lam * n_ab)
-                - self._log_phi(model, phi, v_post, lam * v_n)
                 - log_q
             )
             # The reverse merge's choice of (i, j): cluster A of i (uniform over the
@@ -585,6 +534,7 @@ class SubclusterDP(BaseDPSolver):
             new = state.n_clusters
             reverse = self._partner_log_probs(self._merge_scores(
                 model, new_counts, new_sums, new_scatters, shift, new))[ci]
+            union_rows = np.concatenate([[i, j], members]).astype(np.int64)
             sides = np.concatenate([[0, 1], side])
             log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
                                                     s_ab, q_ab, shift)
@@ -598,12 +548,8 @@ class SubclusterDP(BaseDPSolver):
                 state.n_clusters += 1
                 st["subcluster"]["splits_accepted"] += 1
         else:
-            pair = np.array([ci, cj])
-            ab_n, ab_s, ab_q = counts[pair], sums[pair], scatters[pair]
-            ab_post = self._posteriors(model, ab_n, ab_s, ab_q, shift, lam)
-            phi = self._draw_phi(model, ab_post, lam * ab_n, rng)
-            _, _, _, log_q = self._pass(X, shift, members, m, phi[:3], 0, current,
-                                        SCORE_FORCED, side, 2)
+            _, _, _, log_q = self._allocate(model, X, shift, i, j, members, stage_key, 0,
+                                            current, SCORE_FORCED, side)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -613,8 +559,6 @@ class SubclusterDP(BaseDPSolver):
                 + model.log_marginal(int(n_c), s_c, q_c, shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
                 - model.log_marginal(int(counts[cj]), sums[cj], scatters[cj], shift)
-                + self._log_phi(model, phi, v_post, lam * v_n)
-                - self._log_phi(model, phi, ab_post, lam * ab_n)
                 + log_q
                 - math.log(N) - math.log(n_c - 1.0) - log_pick
             )
@@ -627,67 +571,47 @@ class SubclusterDP(BaseDPSolver):
                 scatters[cj] = 0.0
                 st["subcluster"]["merges_accepted"] += 1
 
-    # -- the auxiliary sub-cluster parameters phi = (w, mu_0, S_0, mu_1, S_1) -------------
-    @staticmethod
-    def _posteriors(model, counts, sums, scatters, shift, lam):
-        """Per side: ``(n, xi*, W*, chol(W*), log|W*|)`` of the Normal-Wishart posterior
-        given the side's statistics scaled by ``lam`` (a tempered posterior)."""
-        out = []
-        for t in range(2):
-            n, mean, W_star = model.base.posterior_statistics_from_sums(
-                lam * float(counts[t]), lam * sums[t], lam * scatters[t], shift)
-            L, ok = cholesky_lower(np.ascontiguousarray(W_star))
-            out.append((n, mean, W_star, L, 2.0 * float(np.sum(np.log(np.diag(L))))))
-        return out
+    # -- the staged sequential allocation ------------------------------------------------
+    def _allocate(self, model, X, shift, i, j, members, stage_key, key, forced, mode, side):
+        """The staged sequential allocation of the union: anchors ``i`` (side 0) and ``j``
+        (side 1), then the stages of ``members`` (:func:`stage_order`), each one pass in
+        which every row of the stage takes a side with probability proportional to the
+        side's count times its allocation density (:meth:`_allocation_components`), both
+        from the anchors and the earlier stages. ``mode`` is ``SAMPLE`` (a split: the sides
+        drawn with the key ``key``) or ``SCORE_FORCED`` (a merge's reverse: the sides
+        ``forced``, the current labels). Writes the sides into ``side``; returns the two
+        sides' statistics and ``log q``, the log probability of the sides taken."""
+        m = members.shape[0]
+        x_i, x_j = X[i] - shift, X[j] - shift
+        counts = np.array([1, 1], dtype=np.int64)
+        sums = np.stack([x_i, x_j])
+        scatters = np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))])
+        order = np.empty(m, dtype=np.int64)
+        bounds = np.empty(int(math.floor(math.log2(1.0 + m))) + 2, dtype=np.int64)
+        n_stages = stage_order(np.uint64(stage_key), members, order, bounds)
+        log_q = 0.0
+        for t in range(n_stages):
+            lo, hi = int(bounds[t]), int(bounds[t + 1])
+            if hi == lo:
+                continue
+            pos = order[lo:hi]
+            rows = members[pos]
+            sub_forced = forced[pos] if mode == SCORE_FORCED else _EMPTY_INT
+            out = np.empty(hi - lo, dtype=np.int64)
+            comps = self._allocation_components(model, counts, sums, scatters, shift)
+            c, s_, q_, lq = self._pass(X, shift, rows, hi - lo, comps, key, sub_forced,
+                                       mode, out, 2)
+            side[pos] = out
+            counts = counts + c
+            sums = sums + s_
+            scatters = scatters + q_
+            log_q += lq
+        return counts, sums, scatters, log_q
 
     @staticmethod
-    def _draw_phi(model, post, counts, rng):
-        """``phi ~ p_sub(. | split)``: ``(w_0, w_1) ~ Dir(n_0 + 1, n_1 + 1)`` and each
-        side's ``(mu, S)`` from its posterior. Returns the kernel's components
-        ``(means, chols, log_consts)`` and ``(log_w, precisions)``."""
-        g = rng.standard_gamma(np.asarray(counts, dtype=float) + _SUB_PRIOR)
-        log_w = np.log(g) - math.log(float(g.sum()))
-        D = post[0][1].shape[0]
-        means, chols = np.empty((2, D)), np.empty((2, D, D))
-        precisions, log_consts = np.empty((2, D, D)), np.empty(2)
-        for t in range(2):
-            n, mean, _, L, _ = post[t]
-            mu, S = model.base.sample_posterior_from_statistics(n, mean, L, rng)
-            P, ok = cholesky_lower(np.ascontiguousarray(S))
-            means[t], chols[t], precisions[t] = mu, P, S
-            log_consts[t] = (log_w[t] + float(np.sum(np.log(np.diag(P))))
-                             - 0.5 * D * _LOG_2PI)
-        return means, chols, log_consts, log_w, precisions
-
-    @staticmethod
-    def _log_phi(model, phi, post, counts):
-        """``log p_sub(phi | split)``: the Beta density of ``w_0`` and each side's
-        Normal-Wishart posterior density of ``(mu, S)``."""
-        means, chols, _, log_w, precisions = phi
-        a, b = counts[0] + _SUB_PRIOR, counts[1] + _SUB_PRIOR
-        value = ((a - 1.0) * log_w[0] + (b - 1.0) * log_w[1]
-                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
-        base = model.base
-        D = means.shape[1]
-        for t in range(2):
-            n, mean, W_star, _, logdet_W = post[t]
-            kappa = base.precision_scaling_ + n
-            nu = base.dof_ + n
-            logdet_S = 2.0 * float(np.sum(np.log(np.diag(chols[t]))))
-            d = means[t] - mean
-            value += (
-                0.5 * (nu - D - 1.0) * logdet_S - 0.5 * float(np.sum(W_star * precisions[t]))
-                - 0.5 * nu * D * math.log(2.0) + 0.5 * nu * logdet_W
-                - _log_mvgamma(0.5 * nu, D)
-                - 0.5 * D * _LOG_2PI + 0.5 * D * math.log(kappa) + 0.5 * logdet_S
-                - 0.5 * kappa * float(d @ precisions[t] @ d)
-            )
-        return value
-
-    @staticmethod
-    def _mode_components(model, counts, sums, scatters, shift):
-        """The deterministic scans' components: each side's posterior mean and expected
-        precision ``(beta + n) W*^-1``, weights proportional to the sides' sizes."""
+    def _allocation_components(model, counts, sums, scatters, shift):
+        """The allocation densities of a stage: each side's Gaussian at its posterior mean
+        with its expected precision ``(nu + n) W*^-1``, weighted by the side's count."""
         D = sums.shape[1]
         means, chols, log_consts = np.empty((2, D)), np.empty((2, D, D)), np.empty(2)
         for t in range(2):
@@ -698,17 +622,6 @@ class SubclusterDP(BaseDPSolver):
             means[t], chols[t] = mean, P
             log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
         return means, chols, log_consts
-
-    def _launch_components(self, model, x_i, x_j, n, total, scatter, shift):
-        """The first scan's two components: Gaussians at the anchor rows with the
-        precision ``_LAUNCH_SHARPNESS (beta + n) W*^-1`` of the union's posterior (its
-        statistics summed over its rows in row order, so a split and its reverse merge
-        compute the same numbers), equal weights."""
-        n, _, W_star = model.base.posterior_statistics_from_sums(n, total, scatter, shift)
-        P, ok = cholesky_lower(np.ascontiguousarray(
-            np.linalg.inv(W_star) * (_LAUNCH_SHARPNESS * (model.base.dof_ + n))))
-        return (np.ascontiguousarray(np.stack([x_i, x_j])),
-                np.ascontiguousarray(np.stack([P, P])), np.zeros(2))
 
     def _compact(self, state):
         """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""

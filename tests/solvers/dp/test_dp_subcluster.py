@@ -4,8 +4,7 @@
    (splitmix64), the blocked sufficient statistics; the Normal-Wishart statistics from
    sums against the row-based ones.
 2. Exact posterior on six rows (the enumerated partition posterior): the full sweep with
-   the default blocks, the full sweep with two-row blocks and strongly tempered auxiliary
-   parameters, the split-merge moves alone and the slice row step alone (each must leave
+   the default blocks, the full sweep with two-row blocks, the split-merge moves alone and the slice row step alone (each must leave
    the posterior invariant by itself: the split and merge moves are each other's reverse).
 3. Prior recovery with a flat likelihood: E[K] is the CRP's.
 4. Recovery of well separated Gaussians from one cluster; determinism for any number of
@@ -117,10 +116,9 @@ def _one_thread():
 
 
 class TinyBlocks(SubclusterDP):
-    """Two-row blocks and auxiliary parameters tempered to fewer rows than there are."""
+    """Two-row blocks (the row step and every stage of a proposal span several blocks)."""
 
     block_size = 2
-    aux_rows = 0.7
 
 
 class ProposalsOnly(SubclusterDP):
@@ -157,9 +155,9 @@ def tiny_posterior():
 # proposals per sample the chi-square saw their autocorrelation (p 0.01, 0.0, 0.09),
 # while 1500 independent chains of 40 such sweeps gave p = 0.40.
 EXACT = [
-    (SubclusterDP(n_proposals=2, n_intermediate=1), 2000, 3),
-    (TinyBlocks(n_proposals=4, n_intermediate=1), 1500, 3),
-    (ProposalsOnly(n_proposals=6, n_intermediate=1), 1500, 2),
+    (SubclusterDP(n_proposals=2), 2000, 3),
+    (TinyBlocks(n_proposals=4), 1500, 3),
+    (ProposalsOnly(n_proposals=6), 1500, 2),
     (RowStepOnly(), 2000, 3),
 ]
 
@@ -180,8 +178,8 @@ def test_histogram_matches_enumerated_posterior(tiny_posterior, solver, n_sample
 # ------------------------------------------------------------------ 3. prior recovery
 class _FlatModel:
     """A constant likelihood: every component density and marginal is 1, so the posterior
-    over partitions is the CRP prior. The proposals still use the Normal-Wishart base for
-    their deterministic splits and auxiliary parameters (any choice is exact)."""
+    over partitions is the CRP prior. The proposals still allocate rows with the
+    Normal-Wishart base's densities (any allocation density is exact)."""
 
     def __init__(self, base):
         self.base = base
@@ -202,7 +200,7 @@ class FlatSubCluster(SubclusterDP):
 def test_prior_recovered_with_flat_likelihood():
     n_rows, alpha = 12, 1.5
     X = np.random.default_rng(2).standard_normal((n_rows, 2))
-    state, ks = run_chain(FlatSubCluster(n_proposals=2, n_intermediate=1),
+    state, ks = run_chain(FlatSubCluster(n_proposals=2),
                           NormalWishartBase(**{**NW_FIXED, "location": 0.0}), X, alpha,
                           4000, seed=3, record=n_clusters, burn_in=50)
     ks = np.array(ks)
