@@ -84,7 +84,7 @@ def run_chain(X, y, solver, labels, seed, max_iter, reach=True):
         if reach and reached is None:
             big = int(np.sum(state.counts >= n_min))
             if big == 8 and adjusted_rand_score(y, state.labels) > 0.95:
-                reached, reached_at = it, start + sum(wall)
+                reached, reached_at = it, (start + sum(wall), sum(cpu))
     return np.array(wall), np.array(cpu), reached, reached_at, state
 
 
@@ -110,9 +110,10 @@ def experiment_2d(n_samples, seeds, max_iter, threads=(1, 2), slice_iter=None):
                 X, y, SubclusterDP(n_threads=n_threads), np.zeros(n_samples, dtype=np.int64),
                 seed, max_iter)
             rows.append((seed, n_threads, wall, cpu, it, secs, state))
+            when = "-" if secs is None else f"{secs[0]:.2f} s wall, {secs[1]:.2f} s cpu"
             print(f"subcluster seed {seed} threads {n_threads}: median {np.median(wall):.4f} s"
                   f" wall, {np.median(cpu):.4f} s cpu per iteration; 8 clusters >= 1% and "
-                  f"ARI > 0.95 at iteration {it} ({'-' if secs is None else f'{secs:.2f} s'})"
+                  f"ARI > 0.95 at iteration {it} ({when})"
                   f"; final K {state.n_clusters}, {int(np.sum(state.counts >= 0.01 * n_samples))}"
                   f" >= 1% (load {_load()})", flush=True)
     start = kmeans_start(X)
@@ -187,6 +188,7 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     args = parser.parse_args()
     print(f"bench_subcluster.py; load {_load()}; cores {os.cpu_count()}")
+    threads = (1,) if args.threads == 1 else (1, args.threads)
     with threadpool_limits(1):
         if args.d32:
             experiment_d32(args.n or 1_000_000, args.iters, args.threads)
@@ -194,14 +196,14 @@ def main():
         if args.quick:
             sizes = [10_000, 100_000] if args.n is None else [args.n]
             for n in sizes:
-                experiment_2d(n, list(range(args.seeds or 3)), 30, (1, args.threads), 15)
+                experiment_2d(n, list(range(args.seeds or 3)), 30, threads, 15)
             return
         sizes = [10_000, 1_000_000, 10_000_000] if args.n is None else [args.n]
         for n in sizes:
             seeds = list(range(args.seeds or (10 if n == 1_000_000 else 3)))
             if n >= 10_000_000:
                 seeds = seeds[:1]
-            experiment_2d(n, seeds, args.iters, (1, args.threads), 20)
+            experiment_2d(n, seeds, args.iters, threads, 20)
 
 
 if __name__ == "__main__":

@@ -25,61 +25,74 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
    atoms drawn from ``G_0`` until what is left is below every ``u_i``; then each row,
    independently, ``P(c_i = k) ~ 1{pi_k > u_i} N(x_i | theta_k)``. Exact, so a cluster
    can empty (it is dropped) and a row can open a new cluster (one of the rest's atoms).
-3. **Split-merge proposals** (``n_proposals``). A proposal picks two rows ``i != j`` and
-   works on the union ``U`` of their clusters (``S = U - {i, j}``):
+3. **Split, merge and reallocation proposals** (``n_proposals``). A proposal picks two
+   rows ``i != j`` (the *anchors*) and works on the union ``U`` of their clusters
+   (``S = U - {i, j}``, ``m = |S|``):
 
-   * a *split* (probability 1/2): ``i`` uniform over the rows, ``j`` uniform over the
-     other rows of its cluster ``C``;
-   * a *merge* (probability 1/2): a cluster ``A`` uniform over the clusters, the
-     partner cluster ``B`` with probability ``P(B | A)`` (half uniform over the other
-     clusters, half the softmax of the clusters' merge scores, the log DP posterior ratio
-     of merging them), and ``i`` and ``j`` inside ``A`` and ``B`` with probabilities
-     proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of the row from its
-     cluster's mean (central rows are likelier anchors).
+   * a *split* (probability ``(1 - rho) / 2``, ``rho = 1/3``): ``i`` uniform over the
+     rows, ``j`` uniform over the other rows of its cluster ``C``;
+   * a *merge* (``(1 - rho) / 2``) or a *reallocation* (``rho``): a cluster ``A`` uniform
+     over the clusters, the partner cluster ``B`` with probability ``P(B | A)`` (half
+     uniform over the other clusters, half the softmax of the clusters' merge scores, the
+     log DP posterior ratio of merging them), and ``i`` and ``j`` inside ``A`` and ``B``
+     with probabilities proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of
+     the row from its cluster's mean (central rows are likelier anchors). Call
+     ``P_split(i, j | c)`` and ``P_pair(i, j | c)`` these probabilities.
 
-   **A deterministic split ``V`` of ``U``**: ``i`` on side 0, ``j`` on side 1, each row of
-   ``S`` on the side whose Gaussian (at the anchor rows, with ``4 (beta + n) W*^-1`` the
-   union's posterior precision) is the more probable, then ``n_intermediate`` rounds of
-   the same with each side's posterior mean, expected precision and size. ``V`` depends
-   only on ``i``, ``j``, the rows of ``U`` and the data: a split and its reverse merge
-   compute the same ``V``.
+   **The staged sequential allocation** ``q(A, B | i, j, sigma)`` of ``U`` into side ``A``
+   (with ``i``) and side ``B`` (with ``j``), a parallel form of Dahl's
+   sequentially-allocated merge-split sampler, SAMS (Dahl 2005, "Sequentially-allocated
+   merge-split sampler for conjugate and nonconjugate Dirichlet process mixture models",
+   its SAMS algorithm; first as Dahl 2003). Dahl allocates the rows of ``S`` one after the
+   other, each to a side with probability proportional to the side's size so far times the
+   side's predictive density of the row given the rows allocated so far. Here the rows of
+   ``S`` are grouped in *stages* ``sigma``: row ``r`` is in stage ``floor(log2(1 + u_r
+   m))``, ``u_r`` the counter-based uniform of ``(stage key, r)`` (the stage key drawn
+   from the chain's generator), so the expected stage sizes are 1, 2, 4, ... and about
+   ``log2 m`` stages cover ``S``. Stage ``t`` is one parallel pass: each of its rows,
+   independently, takes side ``s`` with probability
 
-   **Auxiliary sub-cluster parameters** ``phi = (w, mu_0, S_0, mu_1, S_1)``. For any
-   division ``T`` of ``U`` in two sides, ``r(phi | T)`` is ``w ~ Dir(lam m_0 + 1,
-   lam m_1 + 1)`` times each side's Normal-Wishart posterior given its statistics scaled
-   by ``lam = min(1, aux_rows / sqrt(|U|))`` (a tempered posterior; ``m_t`` the sides'
-   sizes). The extended target is ``p(c | X) r(phi | T(c))`` with ``T(c) = V`` when
-   ``U`` is one cluster and ``T(c)`` = the current two clusters otherwise; ``phi`` is
-   drawn from it afresh for each proposal (a Gibbs step on the auxiliary variable).
-   Given ``phi`` each row of ``S`` takes side ``t`` with probability
-   ``q_r(t | phi) ~ w_t N(x_r | mu_t, S_t^-1)``.
+   ``q_r(s) ~ n_s^{<t} N(x_r | mean_s^{<t}, ((nu + n_s^{<t}) W*_s^{<t -1})^{-1})``,
 
-   * **Split** of ``C`` (``c_i = c_j``): ``phi ~ r(. | V)``; every row of ``S`` draws its
-     side from ``q_r`` (independently: one parallel pass), giving clusters ``A`` (with
-     ``i``) and ``B`` (with ``j``); ``phi`` is kept. Accepted with probability
-     ``min(1, R)``,
+   ``n_s^{<t}`` the rows of side ``s`` among the anchors and the earlier stages and the
+   Gaussian at the Normal-Wishart posterior mean and expected precision given them (a
+   plug-in for the posterior predictive; any density computed from the earlier stages
+   keeps the move exact). ``log q`` is the sum of the rows' log probabilities. The stages
+   depend only on ``S`` and the key, not on the labels, so their probability is the same
+   in a move and its reverse and cancels; with the stages fixed, ``q`` is a product of
+   conditionals and evaluating it at given sides (``SCORE_FORCED``) is exact.
+
+   * **Split** of ``C`` (``c_i = c_j``): ``A, B ~ q(. | i, j, sigma)`` (``SAMPLE``),
+     accepted with probability ``min(1, R)``,
 
      ``R = alpha Gamma(n_A) Gamma(n_B) / Gamma(n_C) * m(X_A) m(X_B) / m(X_C)
-     * r(phi | A, B) / (r(phi | V) q(A, B | phi)) * P_merge(i, j | c') / P_split(i, j | c)``
+     / q(A, B | i, j, sigma) * P_pair(i, j | c') / P_split(i, j | c)``
 
-     with ``q(A, B | phi) = prod_{r in S} q_r(side of r | phi)`` and ``m`` the
-     Normal-Wishart marginal likelihood (Görür 2007, sec. 3.3.2).
-   * **Merge** of ``A`` and ``B`` (``c_i != c_j``): ``phi ~ r(. | A, B)`` and the ratio is
-     the reverse of the split's, ``1 / R`` evaluated at the current ``A``, ``B`` and this
-     ``phi`` (``q`` is the probability that the split from ``phi`` reproduces the current
-     two clusters).
+     (``m`` the Normal-Wishart marginal likelihood, Görür 2007, sec. 3.3.2); its reverse
+     is the merge of ``A`` and ``B`` with the same anchors.
+   * **Merge** of ``A`` and ``B``: ``1 / R`` with ``q`` evaluated at the current ``A``
+     and ``B`` (the probability that the reverse split reproduces them).
+   * **Reallocation** of ``A`` and ``B``: new sides ``A', B' ~ q(. | i, j, sigma)``,
+     accepted with probability ``min(1, R')``,
 
-   Detailed balance: from ``(c, phi)`` the split proposes ``(c', phi)`` with probability
-   ``P_split(i, j | c) q(A, B | phi)``, the merge from ``(c', phi)`` proposes ``(c, phi)``
-   with probability ``P_merge(i, j | c')``, and the ratio above is that of the extended
-   target times these, so the pair of moves is a Metropolis-Hastings move on
-   ``(c, phi)``; with ``phi`` refreshed from its conditional before each move, ``p(c | X)``
-   is invariant. Why ``phi`` is drawn given the current clusters in a merge (not given
-   ``V``, as Jain and Neal's launch state would be): then ``q`` of the current clusters is
-   as large as the rows' own assignment probabilities, and two halves of one Gaussian merge
-   (the posterior ratio pays for it); why tempered: the posteriors given ``V`` and given
-   the current clusters, each as sharp as ``1/sqrt(n)``, would otherwise not overlap for
-   large clusters.
+     ``R' = Gamma(n_A') Gamma(n_B') m(X_A') m(X_B') / (Gamma(n_A) Gamma(n_B) m(X_A)
+     m(X_B)) * q(A, B | i, j, sigma) / q(A', B' | i, j, sigma)
+     * P_pair(i, j | c') / P_pair(i, j | c)``,
+
+     its own reverse (a Metropolis-Hastings move between two-cluster divisions of ``U``
+     that keeps the number of clusters; it moves a boundary between two clusters in one
+     step, which the row step does one row at a time).
+
+   Why this proposal, not a deterministic launch split and auxiliary sub-cluster
+   parameters (as here until issue 24): a merge's ratio contains the probability that
+   the reverse split reproduces the current clusters. Drawn from parameters given a fixed
+   launch split, it is tiny whenever the launch's boundary is not the current boundary (a
+   Gaussian cut in two along another direction), and at a million rows merges the
+   posterior favoured by ``e^{10^5}`` were rejected. The sequential allocation follows
+   whatever boundary the current clusters have: ``q`` of the current sides is about
+   ``p(c) / p_2(X_U)``, ``p_2`` the (prequential) evidence of a two-component mixture of
+   ``U``, so a merge is accepted at about the Bayes factor ``m(X_U) / p_2(X_U)`` of one
+   cluster against two, and a split at its inverse.
 4. ``alpha`` given the number of clusters and the base's hyperparameters given parameters
    drawn from the clusters' posteriors, as for the other DP solvers (the estimator's loop,
    :meth:`BaseDPSolver.update_state`).
@@ -93,8 +106,12 @@ conditional given the partition, and the one their Gibbs updates leave invariant
 posterior of a two-component mixture of ``X_k``, whose normaliser (a sum over the
 ``2^{n_k}`` sub-labellings) changes whenever a row joins or leaves the cluster: it would
 enter the ratio of every row move and of every split and merge, and it cannot be computed.
-Here the sub-clusters live inside one proposal (``V`` and ``phi``); Chang and Fisher's
-optional random splits are not implemented.
+Here the sub-clusters live inside one proposal (the staged allocation); Chang and
+Fisher's optional random splits are not implemented.
+
+Parameters changed with issue 24: ``n_intermediate`` (the refinements of the
+deterministic launch split) and the class attribute ``aux_rows`` (the tempering of the
+auxiliary parameters) are gone with what they tuned.
 
 Parallelism and reproducibility
 -------------------------------
@@ -148,6 +165,9 @@ _EMPTY_FLOAT = np.zeros(0)
 #: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
 #: probability of at least ``(1 - _GREEDY) / (K - 1)``).
 _GREEDY = 0.5
+#: Probability that a proposal is a reallocation of two clusters' rows (the rest is split
+#: into splits and merges, half each).
+_REALLOCATE = 1.0 / 3.0
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
 
@@ -213,6 +233,8 @@ class SubclusterDP(BaseDPSolver):
     Communications in Statistics - Simulation and Computation 36, 45-54.
     Chang, J. and Fisher, J. W. (2013). Parallel sampling of DP mixture models using
     sub-cluster splits. Advances in Neural Information Processing Systems 26.
+    Dahl, D. B. (2005). Sequentially-allocated merge-split sampler for conjugate and
+    nonconjugate Dirichlet process mixture models. Technical report.
     Jain, S. and Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure for
     the Dirichlet process mixture model. Journal of Computational and Graphical Statistics
     13, 158-182.
@@ -304,7 +326,7 @@ class SubclusterDP(BaseDPSolver):
         self._recompute(state, K)
         state.stats["subcluster"] = {"splits_proposed": 0,
                                      "splits_accepted": 0, "merges_accepted": 0,
-                                     "proposals": 0}
+                                     "reallocations_accepted": 0, "proposals": 0}
         return state
 
     def _recompute(self, state, K):
@@ -457,7 +479,9 @@ class SubclusterDP(BaseDPSolver):
         st["subcluster"]["proposals"] += 1
         counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
-        split = rng.random() < 0.5
+        move = rng.random()
+        split = move < 0.5 * (1.0 - _REALLOCATE)
+        reallocate = move >= 1.0 - _REALLOCATE
         first = rng.random()
         live = np.flatnonzero(counts > 0)
         n_live = live.shape[0]
@@ -547,6 +571,9 @@ class SubclusterDP(BaseDPSolver):
                 st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
                 state.n_clusters += 1
                 st["subcluster"]["splits_accepted"] += 1
+        elif reallocate:
+            self._reallocate(state, model, rng, ci, cj, i, j, members, current, stage_key,
+                             log_pick)
         else:
             _, _, _, log_q = self._allocate(model, X, shift, i, j, members, stage_key, 0,
                                             current, SCORE_FORCED, side)
@@ -570,6 +597,52 @@ class SubclusterDP(BaseDPSolver):
                 sums[cj] = 0.0
                 scatters[cj] = 0.0
                 st["subcluster"]["merges_accepted"] += 1
+
+    def _reallocate(self, state, model, rng, ci, cj, i, j, members, current, stage_key,
+                    log_pick):
+        """A reallocation of the rows of clusters ``ci`` and ``cj`` (anchors ``i`` in
+        ``ci``, ``j`` in ``cj``, chosen as for a merge with log probability ``log_pick``):
+        a new division by the staged allocation, accepted with ``p(c') / p(c) * q(c) /
+        q(c') * P_pick(i, j | c') / P_pick(i, j | c)`` (module docstring, step 3)."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
+        shift = st["shift"]
+        m = members.shape[0]
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        side = np.empty(m, dtype=np.int64)
+        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, i, j, members,
+                                                     stage_key, key, _EMPTY_INT, SAMPLE,
+                                                     side)
+        scratch = np.empty(m, dtype=np.int64)
+        _, _, _, log_q_old = self._allocate(model, X, shift, i, j, members, stage_key, 0,
+                                            current, SCORE_FORCED, scratch)
+        pair = (ci, cj)
+        log_ratio = log_q_old - log_q_new - log_pick
+        for t in range(2):
+            c = pair[t]
+            log_ratio += (
+                math.lgamma(n_ab[t]) - math.lgamma(counts[c])
+                + model.log_marginal(int(n_ab[t]), s_ab[t], q_ab[t], shift)
+                - model.log_marginal(int(counts[c]), sums[c], scatters[c], shift))
+        new_counts, new_sums, new_scatters = counts.copy(), sums.copy(), scatters.copy()
+        for t in range(2):
+            new_counts[pair[t]], new_sums[pair[t]] = n_ab[t], s_ab[t]
+            new_scatters[pair[t]] = q_ab[t]
+        n_live = int(np.sum(counts > 0))
+        reverse = self._partner_log_probs(self._merge_scores(
+            model, new_counts, new_sums, new_scatters, shift, ci))[cj]
+        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
+        sides = np.concatenate([[0, 1], side])
+        log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab, s_ab,
+                                                q_ab, shift)
+        log_ratio += (-math.log(n_live) + reverse + log_w[0] - norms[0] + log_w[1]
+                      - norms[1])
+        if math.log(rng.random()) < log_ratio:
+            labels[members[side == 0]] = ci
+            labels[members[side == 1]] = cj
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            st["subcluster"]["reallocations_accepted"] += 1
 
     # -- the staged sequential allocation ------------------------------------------------
     def _allocate(self, model, X, shift, i, j, members, stage_key, key, forced, mode, side):

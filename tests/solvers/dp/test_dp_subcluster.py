@@ -27,6 +27,7 @@ from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
     STATS_ONLY,
     assign_blocks,
     row_uniforms,
+    stage_order,
 )
 from tests._mixtures import exact_partition_posterior
 from tests.solvers.dp.test_dp_collapsed import (
@@ -84,6 +85,21 @@ def test_blocked_statistics_match_numpy():
         np.testing.assert_allclose(sums[:, k].sum(0), Z.sum(0), rtol=1e-12, atol=1e-9)
         np.testing.assert_allclose(scatters[:, k].sum(0), np.tril(Z.T @ Z), rtol=1e-12,
                                    atol=1e-6)
+
+
+def test_stage_order_matches_numpy():
+    members = np.sort(np.random.default_rng(3).choice(10**6, 5000, replace=False))
+    key = 987654321
+    m = members.shape[0]
+    bounds = np.empty(int(math.floor(math.log2(1.0 + m))) + 2, dtype=np.int64)
+    order = np.empty(m, dtype=np.int64)
+    n_stages = stage_order(np.uint64(key), members, order, bounds)
+    stages = np.floor(np.log2(1.0 + row_uniforms(np.uint64(key), members) * m)).astype(int)
+    assert n_stages == bounds.shape[0] - 1 and stages.max() < n_stages
+    np.testing.assert_array_equal(order, np.argsort(stages, kind="stable"))
+    np.testing.assert_array_equal(np.diff(bounds), np.bincount(stages, minlength=n_stages))
+    # expected stage sizes 1, 2, 4, ...: the stage of size 2^t holds about 2^t rows
+    assert abs(np.diff(bounds)[10] - 1024) < 4 * math.sqrt(1024)
 
 
 def test_statistics_from_sums_match_rows():
