@@ -29,9 +29,9 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
    rows ``i != j`` (the *anchors*) and works on the union ``U`` of their clusters
    (``S = U - {i, j}``, ``m = |S|``):
 
-   * a *split* (probability ``(1 - rho) / 2``, ``rho = 1/3``): ``i`` uniform over the
-     rows, ``j`` uniform over the other rows of its cluster ``C``;
-   * a *merge* (``(1 - rho) / 2``) or a *reallocation* (``rho``): a cluster ``A`` uniform
+   * a *split* (probability ``(1 - rho - tau) / 2``, ``rho = 0.2``, ``tau = 0.3``):
+     ``i`` uniform over the rows, ``j`` uniform over the other rows of its cluster ``C``;
+   * a *merge* (``(1 - rho - tau) / 2``) or a *reallocation* (``rho``): a cluster ``A`` uniform
      over the clusters, the partner cluster ``B`` with probability ``P(B | A)`` (half
      uniform over the other clusters, half the softmax of the clusters' merge scores, the
      log DP posterior ratio of merging them), and ``i`` and ``j`` inside ``A`` and ``B``
@@ -82,6 +82,30 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
      its own reverse (a Metropolis-Hastings move between two-cluster divisions of ``U``
      that keeps the number of clusters; it moves a boundary between two clusters in one
      step, which the row step does one row at a time).
+
+   * **Three clusters into two and two into three** (probability ``tau / 2`` each). A
+     three-cluster merge picks ``A`` uniform over the ``K`` clusters, ``B ~ P(. | A)``,
+     ``C ~ P(. | B)`` without ``A``, and anchors ``a, b, c`` by centrality in ``A, B,
+     C``; the union is divided in two by the staged allocation from ``a`` and ``c`` (a
+     sample ``A', C'``), and the move is accepted with probability ``min(1, R_3)``,
+
+     ``R_3 = p(c') / p(c) * q_3(A, B, C | a, b, c, sigma_3) / q_2(A', C' | a, c,
+     sigma_2) * P_rev / P_fwd``,
+
+     ``P_fwd = P(A) P(B | A) P(C | B, not A) P(a | A) P(b | B) P(c | C)`` and
+     ``P_rev = P(A') P(C' | A') P(a | A') P(c | C') / (|U| - 2)``, the probability that
+     the reverse move, a three-cluster split, picks the same anchors: ``A'`` uniform over
+     the ``K - 1`` clusters, ``C' ~ P(. | A')``, ``a`` and ``c`` by centrality and ``b``
+     uniform over the other rows of the union, which it divides in three by the staged
+     allocation from ``a, b, c`` (``q_3``, three sides; ``b``'s side a new cluster). The
+     split's ratio is the inverse. Both moves draw both stage assignments (``sigma_2``
+     of the union without ``a, c``, ``sigma_3`` without ``a, b, c``) from their keys, a
+     distribution free of the labels, so they cancel. Two clusters of one Gaussian that
+     share it with a third (a piece of one Gaussian holding the tail of its neighbour)
+     form a trap for the two-cluster moves at large ``N``: merging the two pieces leaves
+     a non-Gaussian union that two components fit better, and moving the tail to the
+     neighbour is a reallocation the current boundary already optimises; the
+     three-cluster merge goes from the three clusters to the two Gaussians in one step.
 
    Why this proposal, not a deterministic launch split and auxiliary sub-cluster
    parameters (as here until issue 24): a merge's ratio contains the probability that
@@ -167,7 +191,10 @@ _EMPTY_FLOAT = np.zeros(0)
 _GREEDY = 0.5
 #: Probability that a proposal is a reallocation of two clusters' rows (the rest is split
 #: into splits and merges, half each).
-_REALLOCATE = 1.0 / 3.0
+_REALLOCATE = 0.2
+#: Probability that a proposal is a three-cluster move: half merges of three clusters into
+#: two, half splits of two clusters into three.
+_THREE = 0.3
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
 
@@ -224,8 +251,8 @@ class SubclusterDP(BaseDPSolver):
 
     Notes
     -----
-    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits
-    and accepted merges since the chain started.
+    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits,
+    merges, reallocations and three-cluster merges and splits since the chain started.
 
     References
     ----------
@@ -326,7 +353,9 @@ class SubclusterDP(BaseDPSolver):
         self._recompute(state, K)
         state.stats["subcluster"] = {"splits_proposed": 0,
                                      "splits_accepted": 0, "merges_accepted": 0,
-                                     "reallocations_accepted": 0, "proposals": 0}
+                                     "reallocations_accepted": 0,
+                                     "three_merges_accepted": 0,
+                                     "three_splits_accepted": 0, "proposals": 0}
         return state
 
     def _recompute(self, state, K):
@@ -450,9 +479,10 @@ class SubclusterDP(BaseDPSolver):
         two clusters' statistics given), and the log normaliser of each cluster: the
         anchors of a merge are drawn with these probabilities (module docstring)."""
         D = X.shape[1]
-        means = np.empty((2, D))
-        chols = np.empty((2, D, D))
-        for t in range(2):
+        k = counts.shape[0]
+        means = np.empty((k, D))
+        chols = np.empty((k, D, D))
+        for t in range(k):
             n, mean, W_star = model.base.posterior_statistics_from_sums(
                 int(counts[t]), sums[t], scatters[t], shift)
             means[t] = sums[t] / counts[t] + shift
@@ -462,15 +492,16 @@ class SubclusterDP(BaseDPSolver):
             chols[t] = P
         out = np.empty(rows.shape[0])
         centrality(X, rows, side, means, chols, out)
-        norms = np.empty(2)
-        for t in range(2):
+        norms = np.empty(k)
+        for t in range(k):
             w = out[side == t]
             top = w.max()
             norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
         return out, norms
 
     def _propose(self, state, model, rng):
-        """One split-merge proposal (module docstring, step 3)."""
+        """One proposal: a split, merge, reallocation or three-cluster move (module
+        docstring, step 3)."""
         st = state.stats
         X, labels = state.X, state.labels
         N, D = X.shape
@@ -480,7 +511,13 @@ class SubclusterDP(BaseDPSolver):
         counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
         move = rng.random()
-        split = move < 0.5 * (1.0 - _REALLOCATE)
+        if move < _THREE:
+            if move < 0.5 * _THREE:
+                self._merge_three(state, model, rng)
+            else:
+                self._split_three(state, model, rng)
+            return
+        split = move < _THREE + 0.5 * (1.0 - _THREE - _REALLOCATE)
         reallocate = move >= 1.0 - _REALLOCATE
         first = rng.random()
         live = np.flatnonzero(counts > 0)
@@ -535,7 +572,7 @@ class SubclusterDP(BaseDPSolver):
         if split:
             st["subcluster"]["splits_proposed"] += 1
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, i, j, members,
+            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, [i, j], members,
                                                      stage_key, key, _EMPTY_INT, SAMPLE,
                                                      side)
             log_ratio = (
@@ -575,7 +612,7 @@ class SubclusterDP(BaseDPSolver):
             self._reallocate(state, model, rng, ci, cj, i, j, members, current, stage_key,
                              log_pick)
         else:
-            _, _, _, log_q = self._allocate(model, X, shift, i, j, members, stage_key, 0,
+            _, _, _, log_q = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
                                             current, SCORE_FORCED, side)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
@@ -611,11 +648,11 @@ class SubclusterDP(BaseDPSolver):
         m = members.shape[0]
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         side = np.empty(m, dtype=np.int64)
-        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, i, j, members,
+        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, [i, j], members,
                                                      stage_key, key, _EMPTY_INT, SAMPLE,
                                                      side)
         scratch = np.empty(m, dtype=np.int64)
-        _, _, _, log_q_old = self._allocate(model, X, shift, i, j, members, stage_key, 0,
+        _, _, _, log_q_old = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
                                             current, SCORE_FORCED, scratch)
         pair = (ci, cj)
         log_ratio = log_q_old - log_q_new - log_pick
@@ -644,8 +681,189 @@ class SubclusterDP(BaseDPSolver):
             st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
             st["subcluster"]["reallocations_accepted"] += 1
 
+    # -- three-cluster moves ---------------------------------------------------------------
+    def _partner(self, model, counts, sums, scatters, shift, a, exclude, rng):
+        """A partner of cluster ``a`` drawn from ``P(. | a)`` (the merge partner's
+        distribution, cluster ``exclude`` left out); returns it and the log probabilities."""
+        scores = self._merge_scores(model, counts, sums, scatters, shift, a)
+        if exclude is not None:
+            scores[exclude] = -np.inf
+        log_p = self._partner_log_probs(scores)
+        p = np.exp(log_p)
+        b = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right")),
+                p.shape[0] - 1)
+        while not np.isfinite(log_p[b]):  # rounding at the top end
+            b -= 1
+        return b, log_p
+
+    def _pick_rows(self, model, X, rows, sides, counts, sums, scatters, shift, rng):
+        """One anchor per side drawn by centrality; returns the positions in ``rows`` and
+        the log probability of the draw."""
+        log_w, norms = self._anchor_log_weights(model, X, rows, sides, counts, sums,
+                                                scatters, shift)
+        picks, log_p = [], 0.0
+        for t in range(counts.shape[0]):
+            at = np.flatnonzero(sides == t)
+            w = np.exp(log_w[at] - norms[t])
+            q = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(),
+                                        side="right")), at.size - 1)
+            picks.append(int(at[q]))
+            log_p += log_w[at[q]] - norms[t]
+        return picks, log_p
+
+    def _pick_log_prob(self, model, X, rows, sides, counts, sums, scatters, shift, picks):
+        """The log probability that :meth:`_pick_rows` draws ``picks``."""
+        log_w, norms = self._anchor_log_weights(model, X, rows, sides, counts, sums,
+                                                scatters, shift)
+        return float(sum(log_w[p] - norms[t] for t, p in enumerate(picks)))
+
+    @staticmethod
+    def _union(labels, clusters):
+        """The rows of ``clusters`` in row order and their side (the cluster's position)."""
+        lookup = np.full(int(labels.max()) + 2, -1, dtype=np.int64)
+        for t, c in enumerate(clusters):
+            lookup[c] = t
+        side = lookup[labels]
+        rows = np.flatnonzero(side >= 0).astype(np.int64)
+        return rows, side[rows]
+
+    @staticmethod
+    def _without(rows, sides, positions):
+        keep = np.ones(rows.shape[0], dtype=bool)
+        keep[positions] = False
+        return rows[keep], sides[keep]
+
+    def _crp_and_marginals(self, model, counts, sums, scatters, shift):
+        return sum(math.lgamma(counts[t]) + model.log_marginal(
+            int(counts[t]), sums[t], scatters[t], shift) for t in range(counts.shape[0]))
+
+    def _merge_three(self, state, model, rng):
+        """Three clusters ``A, B, C`` into two (module docstring, step 3): ``A`` uniform,
+        ``B ~ P(. | A)``, ``C ~ P(. | B)`` without ``A``, anchors ``a, b, c`` by centrality;
+        the union re-divided by the staged allocation from ``a`` and ``c``. The reverse is
+        :meth:`_split_three` with the same anchors."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters, shift = st["counts"], st["sums"], st["scatters"], st["shift"]
+        live = np.flatnonzero(counts > 0)
+        K = live.shape[0]
+        if K < 3:
+            return
+        A = int(live[int(rng.random() * K)])
+        B, log_pb = self._partner(model, counts, sums, scatters, shift, A, None, rng)
+        C, log_pc = self._partner(model, counts, sums, scatters, shift, B, A, rng)
+        trio = np.array([A, B, C])
+        rows, sides = self._union(labels, trio)
+        picks, log_anchor = self._pick_rows(model, X, rows, sides, counts[trio], sums[trio],
+                                            scatters[trio], shift, rng)
+        a, b, c = (int(rows[p]) for p in picks)
+        log_fwd = -math.log(K) + log_pb[B] + log_pc[C] + log_anchor
+        k2 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        k3 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        members2, _ = self._without(rows, sides, [picks[0], picks[2]])
+        side2 = np.empty(members2.shape[0], dtype=np.int64)
+        n2, s2, q2, log_q2 = self._allocate(model, X, shift, [a, c], members2, k2, key,
+                                            _EMPTY_INT, SAMPLE, side2)
+        members3, current3 = self._without(rows, sides, picks)
+        _, _, _, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, 0,
+                                         current3, SCORE_FORCED,
+                                         np.empty(members3.shape[0], dtype=np.int64))
+        log_post = (-math.log(state.alpha)
+                    + self._crp_and_marginals(model, n2, s2, q2, shift)
+                    - self._crp_and_marginals(model, counts[trio], sums[trio],
+                                              scatters[trio], shift))
+        new_counts, new_sums, new_scatters = counts.copy(), sums.copy(), scatters.copy()
+        for t, k in ((0, A), (1, C)):
+            new_counts[k], new_sums[k], new_scatters[k] = n2[t], s2[t], q2[t]
+        new_counts[B] = 0
+        new_sums[B] = 0.0
+        new_scatters[B] = 0.0
+        # the reverse: A' uniform over K - 1 clusters, C' ~ P(. | A'), a and c by
+        # centrality, b uniform over the other rows of the union
+        log_rev = (-math.log(K - 1) + self._partner_log_probs(self._merge_scores(
+            model, new_counts, new_sums, new_scatters, shift, A))[C]
+            - math.log(rows.shape[0] - 2.0))
+        union2 = np.concatenate([[a, c], members2]).astype(np.int64)
+        log_rev += self._pick_log_prob(model, X, union2, np.concatenate([[0, 1], side2]),
+                                       n2, s2, q2, shift, [0, 1])
+        log_ratio = log_post + log_rev + log_q3 - log_fwd - log_q2
+        if math.log(rng.random()) < log_ratio:
+            labels[members2[side2 == 0]] = A
+            labels[members2[side2 == 1]] = C
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            st["subcluster"]["three_merges_accepted"] += 1
+
+    def _split_three(self, state, model, rng):
+        """Two clusters ``A, C`` into three (the reverse of :meth:`_merge_three`): ``A``
+        uniform, ``C ~ P(. | A)``, anchors ``a, c`` by centrality and ``b`` uniform over
+        the other rows of the union; the union divided by the staged allocation from
+        ``a, b, c``, ``b``'s side a new cluster."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters, shift = st["counts"], st["sums"], st["scatters"], st["shift"]
+        live = np.flatnonzero(counts > 0)
+        K = live.shape[0]
+        if K < 2:
+            return
+        A = int(live[int(rng.random() * K)])
+        C, log_pc = self._partner(model, counts, sums, scatters, shift, A, None, rng)
+        duo = np.array([A, C])
+        rows, sides = self._union(labels, duo)
+        if rows.shape[0] < 3:
+            return
+        picks, log_anchor = self._pick_rows(model, X, rows, sides, counts[duo], sums[duo],
+                                            scatters[duo], shift, rng)
+        others, other_sides = self._without(rows, sides, picks)
+        pb = int(rng.random() * others.shape[0])
+        a, c, b = int(rows[picks[0]]), int(rows[picks[1]]), int(others[pb])
+        log_fwd = (-math.log(K) + log_pc[C] + log_anchor
+                   - math.log(rows.shape[0] - 2.0))
+        k2 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        k3 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        members3 = np.delete(others, pb)
+        side3 = np.empty(members3.shape[0], dtype=np.int64)
+        n3, s3, q3, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, key,
+                                            _EMPTY_INT, SAMPLE, side3)
+        # members2 = the union without a and c, in row order: b back among the others
+        _, _, _, log_q2 = self._allocate(model, X, shift, [a, c], others, k2, 0,
+                                         other_sides, SCORE_FORCED,
+                                         np.empty(others.shape[0], dtype=np.int64))
+        log_post = (math.log(state.alpha)
+                    + self._crp_and_marginals(model, n3, s3, q3, shift)
+                    - self._crp_and_marginals(model, counts[duo], sums[duo], scatters[duo],
+                                              shift))
+        B = state.n_clusters
+        new_counts = np.append(counts, n3[1])
+        new_sums = np.concatenate([sums, s3[1:2]])
+        new_scatters = np.concatenate([scatters, q3[1:2]])
+        for t, k in ((0, A), (2, C)):
+            new_counts[k], new_sums[k], new_scatters[k] = n3[t], s3[t], q3[t]
+        # the reverse: A uniform over K + 1 clusters, B ~ P(. | A), C ~ P(. | B) without A,
+        # anchors by centrality in A, B, C
+        log_rev = (-math.log(K + 1)
+                   + self._partner_log_probs(self._merge_scores(
+                       model, new_counts, new_sums, new_scatters, shift, A))[B])
+        scores = self._merge_scores(model, new_counts, new_sums, new_scatters, shift, B)
+        scores[A] = -np.inf
+        log_rev += self._partner_log_probs(scores)[C]
+        union3 = np.concatenate([[a, b, c], members3]).astype(np.int64)
+        log_rev += self._pick_log_prob(model, X, union3, np.concatenate([[0, 1, 2], side3]),
+                                       n3, s3, q3, shift, [0, 1, 2])
+        log_ratio = log_post + log_rev + log_q2 - log_fwd - log_q3
+        if math.log(rng.random()) < log_ratio:
+            labels[b] = B
+            labels[members3[side3 == 0]] = A
+            labels[members3[side3 == 1]] = B
+            labels[members3[side3 == 2]] = C
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            state.n_clusters += 1
+            st["subcluster"]["three_splits_accepted"] += 1
+
     # -- the staged sequential allocation ------------------------------------------------
-    def _allocate(self, model, X, shift, i, j, members, stage_key, key, forced, mode, side):
+    def _allocate(self, model, X, shift, anchors, members, stage_key, key, forced, mode,
+                  side):
         """The staged sequential allocation of the union: anchors ``i`` (side 0) and ``j``
         (side 1), then the stages of ``members`` (:func:`stage_order`), each one pass in
         which every row of the stage takes a side with probability proportional to the
@@ -655,10 +873,11 @@ class SubclusterDP(BaseDPSolver):
         ``forced``, the current labels). Writes the sides into ``side``; returns the two
         sides' statistics and ``log q``, the log probability of the sides taken."""
         m = members.shape[0]
-        x_i, x_j = X[i] - shift, X[j] - shift
-        counts = np.array([1, 1], dtype=np.int64)
-        sums = np.stack([x_i, x_j])
-        scatters = np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))])
+        k = len(anchors)
+        xs = [X[a] - shift for a in anchors]
+        counts = np.ones(k, dtype=np.int64)
+        sums = np.stack(xs)
+        scatters = np.stack([np.tril(np.outer(x, x)) for x in xs])
         order = np.empty(m, dtype=np.int64)
         bounds = np.empty(int(math.floor(math.log2(1.0 + m))) + 2, dtype=np.int64)
         n_stages = stage_order(np.uint64(stage_key), members, order, bounds)
@@ -673,7 +892,7 @@ class SubclusterDP(BaseDPSolver):
             out = np.empty(hi - lo, dtype=np.int64)
             comps = self._allocation_components(model, counts, sums, scatters, shift)
             c, s_, q_, lq = self._pass(X, shift, rows, hi - lo, comps, key, sub_forced,
-                                       mode, out, 2)
+                                       mode, out, k)
             side[pos] = out
             counts = counts + c
             sums = sums + s_
@@ -686,8 +905,9 @@ class SubclusterDP(BaseDPSolver):
         """The allocation densities of a stage: each side's Gaussian at its posterior mean
         with its expected precision ``(nu + n) W*^-1``, weighted by the side's count."""
         D = sums.shape[1]
-        means, chols, log_consts = np.empty((2, D)), np.empty((2, D, D)), np.empty(2)
-        for t in range(2):
+        k = counts.shape[0]
+        means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
+        for t in range(k):
             n, mean, W_star = model.base.posterior_statistics_from_sums(
                 int(counts[t]), sums[t], scatters[t], shift)
             P, ok = cholesky_lower(np.ascontiguousarray(
