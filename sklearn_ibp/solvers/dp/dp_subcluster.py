@@ -29,7 +29,8 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
    rows ``i != j`` (the *anchors*) and works on the union ``U`` of their clusters
    (``S = U - {i, j}``, ``m = |S|``):
 
-   * a *split* (probability ``(1 - rho - tau) / 2``, ``rho = 0.2``, ``tau = 0.3``):
+   * a *split* (probability ``(1 - rho - tau) / 2``; ``rho = reallocation_rate`` and
+     ``tau = three_cluster_rate``, both 0 by default, 0.2 and 0.3 when enabled):
      ``i`` uniform over the rows, ``j`` uniform over the other rows of its cluster ``C``;
    * a *merge* (``(1 - rho - tau) / 2``) or a *reallocation* (``rho``): a cluster ``A`` uniform
      over the clusters, the partner cluster ``B`` with probability ``P(B | A)`` (half
@@ -189,12 +190,6 @@ _EMPTY_FLOAT = np.zeros(0)
 #: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
 #: probability of at least ``(1 - _GREEDY) / (K - 1)``).
 _GREEDY = 0.5
-#: Probability that a proposal is a reallocation of two clusters' rows (the rest is split
-#: into splits and merges, half each).
-_REALLOCATE = 0.2
-#: Probability that a proposal is a three-cluster move: half merges of three clusters into
-#: two, half splits of two clusters into three.
-_THREE = 0.3
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
 
@@ -248,6 +243,9 @@ class SubclusterDP(BaseDPSolver):
     block_size : int
         Rows per block of the statistics (2**16); a class attribute, so a test can use
         tiny blocks. Any thread count gives the same bits for a given ``block_size``.
+    reallocation_rate, three_cluster_rate : float
+        Probabilities of the reallocation and three-cluster proposals (module docstring;
+        class attributes, 0 by default, opt-in by subclassing or setting them).
 
     Notes
     -----
@@ -272,6 +270,17 @@ class SubclusterDP(BaseDPSolver):
     #: Splits whole clusters, so a chain can start with every row in one cluster.
     proposes_splits = True
     block_size = 2**16
+    #: Probability that a proposal is a reallocation of two clusters' rows (module
+    #: docstring, ``rho``; the proposals that are not reallocations or three-cluster moves
+    #: are splits and merges, half each). 0 by default: see ``three_cluster_rate``.
+    reallocation_rate = 0.0
+    #: Probability that a proposal is a three-cluster move (``tau``; half merges of three
+    #: clusters into two, half splits of two into three). 0 by default: with ``0.3`` and
+    #: ``reallocation_rate = 0.2`` more chains reach the eight clusters of the benchmark
+    #: (doc/dp_mixture.rst), but the chain from one cluster also visits over-split states
+    #: more often in its first tens of iterations (on four separated Gaussians of 800 rows,
+    #: 11-61% of iterations 20-80 instead of 0-26%).
+    three_cluster_rate = 0.0
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
@@ -511,14 +520,15 @@ class SubclusterDP(BaseDPSolver):
         counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
         move = rng.random()
-        if move < _THREE:
-            if move < 0.5 * _THREE:
+        three, realloc = float(self.three_cluster_rate), float(self.reallocation_rate)
+        if move < three:
+            if move < 0.5 * three:
                 self._merge_three(state, model, rng)
             else:
                 self._split_three(state, model, rng)
             return
-        split = move < _THREE + 0.5 * (1.0 - _THREE - _REALLOCATE)
-        reallocate = move >= 1.0 - _REALLOCATE
+        split = move < three + 0.5 * (1.0 - three - realloc)
+        reallocate = move >= 1.0 - realloc
         first = rng.random()
         live = np.flatnonzero(counts > 0)
         n_live = live.shape[0]

@@ -150,6 +150,13 @@ class ProposalsOnly(SubclusterDP):
             self._compact(state)
 
 
+class AllMovesOnly(ProposalsOnly):
+    """The proposals alone with the reallocations and three-cluster moves enabled."""
+
+    reallocation_rate = 0.2
+    three_cluster_rate = 0.3
+
+
 class RowStepOnly(SubclusterDP):
     """The slice row step alone (it can open and close clusters by itself)."""
 
@@ -171,19 +178,21 @@ def tiny_posterior():
 # alone mix slowly on six rows, so they make more proposals per kept sample: with two
 # proposals per sample the chi-square saw their autocorrelation (p 0.01, 0.0, 0.09),
 # while 1500 independent chains of 40 such sweeps gave p = 0.40.
-# Those figures are of the moves before issue 24. With the staged allocation, the
-# reallocations and the three-cluster moves, proposals alone at seed 0 gave p = 0.094 (and
-# 0.45 thinned by 6, two-cluster moves and reallocations only); all four pass at seed 0.
+# Those figures are of the moves before issue 24; with the staged allocation all pass at
+# seed 0. With the reallocations and three-cluster moves enabled (all moves only), p = 0.094
+# at seed 0 (and 0.45 with reallocations at rate 1/3 alone, thinned by 6).
 EXACT = [
     (SubclusterDP(n_proposals=2), 2000, 3),
     (TinyBlocks(n_proposals=4), 1500, 3),
     (ProposalsOnly(n_proposals=6), 1500, 2),
+    (AllMovesOnly(n_proposals=6), 1500, 2),
     (RowStepOnly(), 2000, 3),
 ]
 
 
 @pytest.mark.parametrize("solver, n_samples, thin", EXACT,
-                         ids=["sweep", "tiny_blocks", "proposals_only", "row_step_only"])
+                         ids=["sweep", "tiny_blocks", "proposals_only", "all_moves_only",
+                              "row_step_only"])
 def test_histogram_matches_enumerated_posterior(tiny_posterior, solver, n_samples, thin):
     state, keys = run_chain(solver, NormalWishartBase(**NW_FIXED), X_TINY, ALPHA_TINY,
                             n_samples * thin, seed=0, record=key_of, thin=thin, burn_in=20)
