@@ -6,6 +6,8 @@ Run from the repository root::
     python benchmarks/bench_subcluster.py --quick    # N = 1e4 and 1e5, 3 seeds (~2 min)
     python benchmarks/bench_subcluster.py            # N = 1e4, 1e6, 1e7; 10 seeds at 1e6
     python benchmarks/bench_subcluster.py --d32      # D = 32, 20 clusters, N = 1e6
+    python benchmarks/bench_subcluster.py --n 1000000 --threads 1 --all-moves
+        # with the reallocations and three-cluster moves (SubclusterDP's class attributes)
 
 1. **2-D mixture of 8 Gaussians**, drawn by :func:`bench_dp_mixture.make_mixture` (centres
    at least 4.5 apart, random rotations, standard deviations 0.5-1.5). For each N:
@@ -51,6 +53,16 @@ from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase  # noqa: E4
 from sklearn_ibp.solvers.dp import SliceDP, SubclusterDP  # noqa: E402
 from sklearn_ibp.solvers.dp._dp_base import relabel  # noqa: E402
 
+
+class AllMovesDP(SubclusterDP):
+    """The reallocations and three-cluster moves enabled (``--all-moves``)."""
+
+    reallocation_rate = 0.2
+    three_cluster_rate = 0.3
+
+
+#: The sub-cluster solver class the experiments run (``--all-moves`` swaps it).
+SOLVER = [SubclusterDP]
 TARGET_SECONDS_1M = 0.4
 TARGET_ITERATIONS = 100
 
@@ -84,7 +96,7 @@ def run_chain(X, y, solver, labels, seed, max_iter, reach=True):
         if reach and reached is None:
             big = int(np.sum(state.counts >= n_min))
             if big == 8 and adjusted_rand_score(y, state.labels) > 0.95:
-                reached, reached_at = it, start + sum(wall)
+                reached, reached_at = it, (start + sum(wall), sum(cpu))
     return np.array(wall), np.array(cpu), reached, reached_at, state
 
 
@@ -100,19 +112,20 @@ def experiment_2d(n_samples, seeds, max_iter, threads=(1, 2), slice_iter=None):
     X, y = draw(mixture, n_samples, seed=1)
     # compile outside the clock
     Xs, ys = X[:500], y[:500]
-    run_chain(Xs, ys, SubclusterDP(n_threads=2), np.zeros(500, dtype=np.int64), 0, 3,
+    run_chain(Xs, ys, SOLVER[0](n_threads=2), np.zeros(500, dtype=np.int64), 0, 3,
               reach=False)
     run_chain(Xs, ys, SliceDP(), kmeans_start(Xs), 0, 3, reach=False)
     rows = []
     for seed in seeds:
         for n_threads in (threads if seed == seeds[0] else threads[:1]):
             wall, cpu, it, secs, state = run_chain(
-                X, y, SubclusterDP(n_threads=n_threads), np.zeros(n_samples, dtype=np.int64),
+                X, y, SOLVER[0](n_threads=n_threads), np.zeros(n_samples, dtype=np.int64),
                 seed, max_iter)
             rows.append((seed, n_threads, wall, cpu, it, secs, state))
+            when = "-" if secs is None else f"{secs[0]:.2f} s wall, {secs[1]:.2f} s cpu"
             print(f"subcluster seed {seed} threads {n_threads}: median {np.median(wall):.4f} s"
                   f" wall, {np.median(cpu):.4f} s cpu per iteration; 8 clusters >= 1% and "
-                  f"ARI > 0.95 at iteration {it} ({'-' if secs is None else f'{secs:.2f} s'})"
+                  f"ARI > 0.95 at iteration {it} ({when})"
                   f"; final K {state.n_clusters}, {int(np.sum(state.counts >= 0.01 * n_samples))}"
                   f" >= 1% (load {_load()})", flush=True)
     start = kmeans_start(X)
@@ -152,12 +165,12 @@ def experiment_d32(n_samples, iters, n_threads):
     mixture = make_mixture(20, 32, seed=0)
     X, y = draw(mixture, n_samples, seed=1)
     X_new, _ = draw(mixture, 20000, seed=2)
-    run_chain(X[:500], y[:500], SubclusterDP(n_threads=n_threads),
+    run_chain(X[:500], y[:500], SOLVER[0](n_threads=n_threads),
               np.zeros(500, dtype=np.int64), 0, 2, reach=False)
     rng = np.random.default_rng(0)
     base = NormalWishartBase()
     base.initialize(X, rng)
-    solver = SubclusterDP(n_threads=n_threads)
+    solver = SOLVER[0](n_threads=n_threads)
     t0 = time.perf_counter()
     state = solver.initialize(X, np.zeros(n_samples, dtype=np.int64), 1.0, base, rng)
     for _ in range(iters):
@@ -185,8 +198,13 @@ def main():
     parser.add_argument("--iters", type=int, default=TARGET_ITERATIONS)
     parser.add_argument("--seeds", type=int, default=None)
     parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--all-moves", action="store_true",
+                        help="enable the reallocations and three-cluster moves")
     args = parser.parse_args()
+    if args.all_moves:
+        SOLVER[0] = AllMovesDP
     print(f"bench_subcluster.py; load {_load()}; cores {os.cpu_count()}")
+    threads = (1,) if args.threads == 1 else (1, args.threads)
     with threadpool_limits(1):
         if args.d32:
             experiment_d32(args.n or 1_000_000, args.iters, args.threads)
@@ -194,14 +212,14 @@ def main():
         if args.quick:
             sizes = [10_000, 100_000] if args.n is None else [args.n]
             for n in sizes:
-                experiment_2d(n, list(range(args.seeds or 3)), 30, (1, args.threads), 15)
+                experiment_2d(n, list(range(args.seeds or 3)), 30, threads, 15)
             return
         sizes = [10_000, 1_000_000, 10_000_000] if args.n is None else [args.n]
         for n in sizes:
             seeds = list(range(args.seeds or (10 if n == 1_000_000 else 3)))
             if n >= 10_000_000:
                 seeds = seeds[:1]
-            experiment_2d(n, seeds, args.iters, (1, args.threads), 20)
+            experiment_2d(n, seeds, args.iters, threads, 20)
 
 
 if __name__ == "__main__":

@@ -198,3 +198,32 @@ def centrality(X, rows, side, means, chols, out):
                 acc += chols[s, e, a] * (X[r, e] - means[s, e])
             quad += acc * acc
         out[p] = -0.5 * quad
+
+
+@njit(cache=True)
+def stage_order(key, members, order, bounds):
+    """The stages of a proposal's staged allocation: row ``members[p]`` is in stage
+    ``floor(log2(1 + u |S|))``, ``u = row_uniform(key, members[p])`` and ``|S|`` the number
+    of members (expected stage sizes 1, 2, 4, ...; independent of the labels). Writes
+    ``order``, the positions ``p`` sorted by stage (row order within a stage, a counting
+    sort), and ``bounds``: stage ``t`` is ``order[bounds[t]:bounds[t + 1]]``. ``bounds``
+    needs ``floor(log2(1 + |S|)) + 2`` entries; returns the number of stages."""
+    m = members.shape[0]
+    n_stages = bounds.shape[0] - 1
+    for t in range(n_stages + 1):
+        bounds[t] = 0
+    stage = np.empty(m, dtype=np.int64)
+    for p in range(m):
+        t = int(math.floor(math.log2(1.0 + row_uniform(key, members[p]) * m)))
+        if t > n_stages - 1:  # rounding at the top end
+            t = n_stages - 1
+        stage[p] = t
+        bounds[t + 1] += 1
+    for t in range(n_stages):
+        bounds[t + 1] += bounds[t]
+    fill = bounds[:n_stages].copy()
+    for p in range(m):
+        t = stage[p]
+        order[fill[t]] = p
+        fill[t] += 1
+    return n_stages

@@ -25,61 +25,99 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
    atoms drawn from ``G_0`` until what is left is below every ``u_i``; then each row,
    independently, ``P(c_i = k) ~ 1{pi_k > u_i} N(x_i | theta_k)``. Exact, so a cluster
    can empty (it is dropped) and a row can open a new cluster (one of the rest's atoms).
-3. **Split-merge proposals** (``n_proposals``). A proposal picks two rows ``i != j`` and
-   works on the union ``U`` of their clusters (``S = U - {i, j}``):
+3. **Split, merge and reallocation proposals** (``n_proposals``). A proposal picks two
+   rows ``i != j`` (the *anchors*) and works on the union ``U`` of their clusters
+   (``S = U - {i, j}``, ``m = |S|``):
 
-   * a *split* (probability 1/2): ``i`` uniform over the rows, ``j`` uniform over the
-     other rows of its cluster ``C``;
-   * a *merge* (probability 1/2): a cluster ``A`` uniform over the clusters, the
-     partner cluster ``B`` with probability ``P(B | A)`` (half uniform over the other
-     clusters, half the softmax of the clusters' merge scores, the log DP posterior ratio
-     of merging them), and ``i`` and ``j`` inside ``A`` and ``B`` with probabilities
-     proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of the row from its
-     cluster's mean (central rows are likelier anchors).
+   * a *split* (probability ``(1 - rho - tau) / 2``; ``rho = reallocation_rate`` and
+     ``tau = three_cluster_rate``, both 0 by default, 0.2 and 0.3 when enabled):
+     ``i`` uniform over the rows, ``j`` uniform over the other rows of its cluster ``C``;
+   * a *merge* (``(1 - rho - tau) / 2``) or a *reallocation* (``rho``): a cluster ``A`` uniform
+     over the clusters, the partner cluster ``B`` with probability ``P(B | A)`` (half
+     uniform over the other clusters, half the softmax of the clusters' merge scores, the
+     log DP posterior ratio of merging them), and ``i`` and ``j`` inside ``A`` and ``B``
+     with probabilities proportional to ``exp(-d^2/2)``, ``d`` the Mahalanobis distance of
+     the row from its cluster's mean (central rows are likelier anchors). Call
+     ``P_split(i, j | c)`` and ``P_pair(i, j | c)`` these probabilities.
 
-   **A deterministic split ``V`` of ``U``**: ``i`` on side 0, ``j`` on side 1, each row of
-   ``S`` on the side whose Gaussian (at the anchor rows, with ``4 (beta + n) W*^-1`` the
-   union's posterior precision) is the more probable, then ``n_intermediate`` rounds of
-   the same with each side's posterior mean, expected precision and size. ``V`` depends
-   only on ``i``, ``j``, the rows of ``U`` and the data: a split and its reverse merge
-   compute the same ``V``.
+   **The staged sequential allocation** ``q(A, B | i, j, sigma)`` of ``U`` into side ``A``
+   (with ``i``) and side ``B`` (with ``j``), a parallel form of Dahl's
+   sequentially-allocated merge-split sampler, SAMS (Dahl 2005, "Sequentially-allocated
+   merge-split sampler for conjugate and nonconjugate Dirichlet process mixture models",
+   its SAMS algorithm; first as Dahl 2003). Dahl allocates the rows of ``S`` one after the
+   other, each to a side with probability proportional to the side's size so far times the
+   side's predictive density of the row given the rows allocated so far. Here the rows of
+   ``S`` are grouped in *stages* ``sigma``: row ``r`` is in stage ``floor(log2(1 + u_r
+   m))``, ``u_r`` the counter-based uniform of ``(stage key, r)`` (the stage key drawn
+   from the chain's generator), so the expected stage sizes are 1, 2, 4, ... and about
+   ``log2 m`` stages cover ``S``. Stage ``t`` is one parallel pass: each of its rows,
+   independently, takes side ``s`` with probability
 
-   **Auxiliary sub-cluster parameters** ``phi = (w, mu_0, S_0, mu_1, S_1)``. For any
-   division ``T`` of ``U`` in two sides, ``r(phi | T)`` is ``w ~ Dir(lam m_0 + 1,
-   lam m_1 + 1)`` times each side's Normal-Wishart posterior given its statistics scaled
-   by ``lam = min(1, aux_rows / sqrt(|U|))`` (a tempered posterior; ``m_t`` the sides'
-   sizes). The extended target is ``p(c | X) r(phi | T(c))`` with ``T(c) = V`` when
-   ``U`` is one cluster and ``T(c)`` = the current two clusters otherwise; ``phi`` is
-   drawn from it afresh for each proposal (a Gibbs step on the auxiliary variable).
-   Given ``phi`` each row of ``S`` takes side ``t`` with probability
-   ``q_r(t | phi) ~ w_t N(x_r | mu_t, S_t^-1)``.
+   ``q_r(s) ~ n_s^{<t} N(x_r | mean_s^{<t}, ((nu + n_s^{<t}) W*_s^{<t -1})^{-1})``,
 
-   * **Split** of ``C`` (``c_i = c_j``): ``phi ~ r(. | V)``; every row of ``S`` draws its
-     side from ``q_r`` (independently: one parallel pass), giving clusters ``A`` (with
-     ``i``) and ``B`` (with ``j``); ``phi`` is kept. Accepted with probability
-     ``min(1, R)``,
+   ``n_s^{<t}`` the rows of side ``s`` among the anchors and the earlier stages and the
+   Gaussian at the Normal-Wishart posterior mean and expected precision given them (a
+   plug-in for the posterior predictive; any density computed from the earlier stages
+   keeps the move exact). ``log q`` is the sum of the rows' log probabilities. The stages
+   depend only on ``S`` and the key, not on the labels, so their probability is the same
+   in a move and its reverse and cancels; with the stages fixed, ``q`` is a product of
+   conditionals and evaluating it at given sides (``SCORE_FORCED``) is exact.
+
+   * **Split** of ``C`` (``c_i = c_j``): ``A, B ~ q(. | i, j, sigma)`` (``SAMPLE``),
+     accepted with probability ``min(1, R)``,
 
      ``R = alpha Gamma(n_A) Gamma(n_B) / Gamma(n_C) * m(X_A) m(X_B) / m(X_C)
-     * r(phi | A, B) / (r(phi | V) q(A, B | phi)) * P_merge(i, j | c') / P_split(i, j | c)``
+     / q(A, B | i, j, sigma) * P_pair(i, j | c') / P_split(i, j | c)``
 
-     with ``q(A, B | phi) = prod_{r in S} q_r(side of r | phi)`` and ``m`` the
-     Normal-Wishart marginal likelihood (Görür 2007, sec. 3.3.2).
-   * **Merge** of ``A`` and ``B`` (``c_i != c_j``): ``phi ~ r(. | A, B)`` and the ratio is
-     the reverse of the split's, ``1 / R`` evaluated at the current ``A``, ``B`` and this
-     ``phi`` (``q`` is the probability that the split from ``phi`` reproduces the current
-     two clusters).
+     (``m`` the Normal-Wishart marginal likelihood, Görür 2007, sec. 3.3.2); its reverse
+     is the merge of ``A`` and ``B`` with the same anchors.
+   * **Merge** of ``A`` and ``B``: ``1 / R`` with ``q`` evaluated at the current ``A``
+     and ``B`` (the probability that the reverse split reproduces them).
+   * **Reallocation** of ``A`` and ``B``: new sides ``A', B' ~ q(. | i, j, sigma)``,
+     accepted with probability ``min(1, R')``,
 
-   Detailed balance: from ``(c, phi)`` the split proposes ``(c', phi)`` with probability
-   ``P_split(i, j | c) q(A, B | phi)``, the merge from ``(c', phi)`` proposes ``(c, phi)``
-   with probability ``P_merge(i, j | c')``, and the ratio above is that of the extended
-   target times these, so the pair of moves is a Metropolis-Hastings move on
-   ``(c, phi)``; with ``phi`` refreshed from its conditional before each move, ``p(c | X)``
-   is invariant. Why ``phi`` is drawn given the current clusters in a merge (not given
-   ``V``, as Jain and Neal's launch state would be): then ``q`` of the current clusters is
-   as large as the rows' own assignment probabilities, and two halves of one Gaussian merge
-   (the posterior ratio pays for it); why tempered: the posteriors given ``V`` and given
-   the current clusters, each as sharp as ``1/sqrt(n)``, would otherwise not overlap for
-   large clusters.
+     ``R' = Gamma(n_A') Gamma(n_B') m(X_A') m(X_B') / (Gamma(n_A) Gamma(n_B) m(X_A)
+     m(X_B)) * q(A, B | i, j, sigma) / q(A', B' | i, j, sigma)
+     * P_pair(i, j | c') / P_pair(i, j | c)``,
+
+     its own reverse (a Metropolis-Hastings move between two-cluster divisions of ``U``
+     that keeps the number of clusters; it moves a boundary between two clusters in one
+     step, which the row step does one row at a time).
+
+   * **Three clusters into two and two into three** (probability ``tau / 2`` each). A
+     three-cluster merge picks ``A`` uniform over the ``K`` clusters, ``B ~ P(. | A)``,
+     ``C ~ P(. | B)`` without ``A``, and anchors ``a, b, c`` by centrality in ``A, B,
+     C``; the union is divided in two by the staged allocation from ``a`` and ``c`` (a
+     sample ``A', C'``), and the move is accepted with probability ``min(1, R_3)``,
+
+     ``R_3 = p(c') / p(c) * q_3(A, B, C | a, b, c, sigma_3) / q_2(A', C' | a, c,
+     sigma_2) * P_rev / P_fwd``,
+
+     ``P_fwd = P(A) P(B | A) P(C | B, not A) P(a | A) P(b | B) P(c | C)`` and
+     ``P_rev = P(A') P(C' | A') P(a | A') P(c | C') / (|U| - 2)``, the probability that
+     the reverse move, a three-cluster split, picks the same anchors: ``A'`` uniform over
+     the ``K - 1`` clusters, ``C' ~ P(. | A')``, ``a`` and ``c`` by centrality and ``b``
+     uniform over the other rows of the union, which it divides in three by the staged
+     allocation from ``a, b, c`` (``q_3``, three sides; ``b``'s side a new cluster). The
+     split's ratio is the inverse. Both moves draw both stage assignments (``sigma_2``
+     of the union without ``a, c``, ``sigma_3`` without ``a, b, c``) from their keys, a
+     distribution free of the labels, so they cancel. Two clusters of one Gaussian that
+     share it with a third (a piece of one Gaussian holding the tail of its neighbour)
+     form a trap for the two-cluster moves at large ``N``: merging the two pieces leaves
+     a non-Gaussian union that two components fit better, and moving the tail to the
+     neighbour is a reallocation the current boundary already optimises; the
+     three-cluster merge goes from the three clusters to the two Gaussians in one step.
+
+   Why this proposal, not a deterministic launch split and auxiliary sub-cluster
+   parameters (as here until issue 24): a merge's ratio contains the probability that
+   the reverse split reproduces the current clusters. Drawn from parameters given a fixed
+   launch split, it is tiny whenever the launch's boundary is not the current boundary (a
+   Gaussian cut in two along another direction), and at a million rows merges the
+   posterior favoured by ``e^{10^5}`` were rejected. The sequential allocation follows
+   whatever boundary the current clusters have: ``q`` of the current sides is about
+   ``p(c) / p_2(X_U)``, ``p_2`` the (prequential) evidence of a two-component mixture of
+   ``U``, so a merge is accepted at about the Bayes factor ``m(X_U) / p_2(X_U)`` of one
+   cluster against two, and a split at its inverse.
 4. ``alpha`` given the number of clusters and the base's hyperparameters given parameters
    drawn from the clusters' posteriors, as for the other DP solvers (the estimator's loop,
    :meth:`BaseDPSolver.update_state`).
@@ -93,8 +131,12 @@ conditional given the partition, and the one their Gibbs updates leave invariant
 posterior of a two-component mixture of ``X_k``, whose normaliser (a sum over the
 ``2^{n_k}`` sub-labellings) changes whenever a row joins or leaves the cluster: it would
 enter the ratio of every row move and of every split and merge, and it cannot be computed.
-Here the sub-clusters live inside one proposal (``V`` and ``phi``); Chang and Fisher's
-optional random splits are not implemented.
+Here the sub-clusters live inside one proposal (the staged allocation); Chang and
+Fisher's optional random splits are not implemented.
+
+Parameters changed with issue 24: ``n_intermediate`` (the refinements of the
+deterministic launch split) and the class attribute ``aux_rows`` (the tempering of the
+auxiliary parameters) are gone with what they tuned.
 
 Parallelism and reproducibility
 -------------------------------
@@ -124,10 +166,8 @@ from sklearn.utils._param_validation import Interval, Options
 
 from ..._memory import check_allocation
 from ...likelihoods._normal_wishart_kernels import cholesky_lower
-from ...likelihoods.normal_wishart import _log_mvgamma
 from ._dp_base import BaseDPSolver, MixtureState
 from ._dp_subcluster_kernels import (
-    ARGMAX,
     SAMPLE,
     SCORE_FORCED,
     STATS_ONLY,
@@ -136,6 +176,7 @@ from ._dp_subcluster_kernels import (
     lowest_log_slices,
     nth_row,
     pair_members,
+    stage_order,
 )
 
 __all__ = ["SubclusterDP"]
@@ -145,25 +186,12 @@ _EMPTY_INT = np.zeros(0, dtype=np.int64)
 _EMPTY_FLOAT = np.zeros(0)
 
 
-class _OneComponent(dict):
-    """Dummy single-component arguments for the STATS_ONLY passes, by n_features."""
-
-    def __missing__(self, D):
-        self[D] = value = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
-        return value
-
-
-_ONE_COMPONENT = _OneComponent()
-#: Prior count of each sub-cluster's weight in the proposals' scans (Dir(m_A + 1, m_B + 1)).
-_SUB_PRIOR = 1.0
 #: Weight of the merge partner chosen by the softmax of the merge scores (the rest is a
 #: uniform choice, so that every pair stays reachable and the reverse of a split keeps a
 #: probability of at least ``(1 - _GREEDY) / (K - 1)``).
 _GREEDY = 0.5
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
-#: Precision of the launch components relative to the union's (see _launch_components).
-_LAUNCH_SHARPNESS = 4.0
 
 
 class _NormalWishartModel:
@@ -202,11 +230,8 @@ class SubclusterDP(BaseDPSolver):
     ----------
     n_proposals : int, default=4
         Split-merge proposals per sweep, after the row step (half splits, half merges).
-        Each costs about ``n_intermediate + 4`` passes over the rows of the one or two
-        clusters involved.
-    n_intermediate : int, default=3
-        Refinements of a proposal's deterministic split after the first (nearest anchor)
-        assignment.
+        Each costs about one pass over the rows of the one or two clusters involved (in
+        about ``log2`` of their size stages).
     n_threads : int, default=1
         Threads of the row step and the scans (numba ``prange`` over blocks of rows);
         -1 for numba's default (``NUMBA_NUM_THREADS``). The chain is bit-identical for
@@ -218,13 +243,14 @@ class SubclusterDP(BaseDPSolver):
     block_size : int
         Rows per block of the statistics (2**16); a class attribute, so a test can use
         tiny blocks. Any thread count gives the same bits for a given ``block_size``.
-    aux_rows : float
-        Tempering of the auxiliary sub-cluster parameters (module docstring; 3).
+    reallocation_rate, three_cluster_rate : float
+        Probabilities of the reallocation and three-cluster proposals (module docstring;
+        class attributes, 0 by default, opt-in by subclassing or setting them).
 
     Notes
     -----
-    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits
-    and accepted merges since the chain started.
+    ``state.stats["subcluster"]`` counts the proposals, split proposals, accepted splits,
+    merges, reallocations and three-cluster merges and splits since the chain started.
 
     References
     ----------
@@ -232,6 +258,8 @@ class SubclusterDP(BaseDPSolver):
     Communications in Statistics - Simulation and Computation 36, 45-54.
     Chang, J. and Fisher, J. W. (2013). Parallel sampling of DP mixture models using
     sub-cluster splits. Advances in Neural Information Processing Systems 26.
+    Dahl, D. B. (2005). Sequentially-allocated merge-split sampler for conjugate and
+    nonconjugate Dirichlet process mixture models. Technical report.
     Jain, S. and Neal, R. M. (2004). A split-merge Markov chain Monte Carlo procedure for
     the Dirichlet process mixture model. Journal of Computational and Graphical Statistics
     13, 158-182.
@@ -242,21 +270,25 @@ class SubclusterDP(BaseDPSolver):
     #: Splits whole clusters, so a chain can start with every row in one cluster.
     proposes_splits = True
     block_size = 2**16
-    #: The auxiliary sub-cluster parameters of a proposal follow the sub-cluster
-    #: posteriors given their statistics scaled by ``min(1, aux_rows / sqrt(n))`` (``n``
-    #: the rows of the two clusters), so that the (tempered) posteriors given the
-    #: deterministic split and given the current or proposed split overlap at any ``n``.
-    aux_rows = 3.0
+    #: Probability that a proposal is a reallocation of two clusters' rows (module
+    #: docstring, ``rho``; the proposals that are not reallocations or three-cluster moves
+    #: are splits and merges, half each). 0 by default: see ``three_cluster_rate``.
+    reallocation_rate = 0.0
+    #: Probability that a proposal is a three-cluster move (``tau``; half merges of three
+    #: clusters into two, half splits of two into three). 0 by default: with ``0.3`` and
+    #: ``reallocation_rate = 0.2`` more chains reach the eight clusters of the benchmark
+    #: (doc/dp_mixture.rst), but the chain from one cluster also visits over-split states
+    #: more often in its first tens of iterations (on four separated Gaussians of 800 rows,
+    #: 11-61% of iterations 20-80 instead of 0-26%).
+    three_cluster_rate = 0.0
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
-        "n_intermediate": [Interval(Integral, 0, None, closed="left")],
         "n_threads": [Interval(Integral, 1, None, closed="left"), Options(Integral, {-1})],
     }
 
-    def __init__(self, n_proposals=4, n_intermediate=3, n_threads=1):
+    def __init__(self, n_proposals=4, n_threads=1):
         self.n_proposals = n_proposals
-        self.n_intermediate = n_intermediate
         self.n_threads = n_threads
 
     # ------------------------------------------------------------------ set-up
@@ -330,7 +362,9 @@ class SubclusterDP(BaseDPSolver):
         self._recompute(state, K)
         state.stats["subcluster"] = {"splits_proposed": 0,
                                      "splits_accepted": 0, "merges_accepted": 0,
-                                     "proposals": 0}
+                                     "reallocations_accepted": 0,
+                                     "three_merges_accepted": 0,
+                                     "three_splits_accepted": 0, "proposals": 0}
         return state
 
     def _recompute(self, state, K):
@@ -454,9 +488,10 @@ class SubclusterDP(BaseDPSolver):
         two clusters' statistics given), and the log normaliser of each cluster: the
         anchors of a merge are drawn with these probabilities (module docstring)."""
         D = X.shape[1]
-        means = np.empty((2, D))
-        chols = np.empty((2, D, D))
-        for t in range(2):
+        k = counts.shape[0]
+        means = np.empty((k, D))
+        chols = np.empty((k, D, D))
+        for t in range(k):
             n, mean, W_star = model.base.posterior_statistics_from_sums(
                 int(counts[t]), sums[t], scatters[t], shift)
             means[t] = sums[t] / counts[t] + shift
@@ -466,15 +501,16 @@ class SubclusterDP(BaseDPSolver):
             chols[t] = P
         out = np.empty(rows.shape[0])
         centrality(X, rows, side, means, chols, out)
-        norms = np.empty(2)
-        for t in range(2):
+        norms = np.empty(k)
+        for t in range(k):
             w = out[side == t]
             top = w.max()
             norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
         return out, norms
 
     def _propose(self, state, model, rng):
-        """One split-merge proposal (module docstring, step 3)."""
+        """One proposal: a split, merge, reallocation or three-cluster move (module
+        docstring, step 3)."""
         st = state.stats
         X, labels = state.X, state.labels
         N, D = X.shape
@@ -483,7 +519,16 @@ class SubclusterDP(BaseDPSolver):
         st["subcluster"]["proposals"] += 1
         counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
         shift = st["shift"]
-        split = rng.random() < 0.5
+        move = rng.random()
+        three, realloc = float(self.three_cluster_rate), float(self.reallocation_rate)
+        if move < three:
+            if move < 0.5 * three:
+                self._merge_three(state, model, rng)
+            else:
+                self._split_three(state, model, rng)
+            return
+        split = move < three + 0.5 * (1.0 - three - realloc)
+        reallocate = move >= 1.0 - realloc
         first = rng.random()
         live = np.flatnonzero(counts > 0)
         n_live = live.shape[0]
@@ -530,47 +575,22 @@ class SubclusterDP(BaseDPSolver):
             keep[picks] = False
             members, current = rows[keep], sides[keep]
             m = members.shape[0]
-        # -- the deterministic split V of the union (depends on i, j and its rows only)
-        x_i, x_j = X[i] - shift, X[j] - shift
-        anchor_stats = (
-            np.array([1, 1], dtype=np.int64), np.stack([x_i, x_j]),
-            np.stack([np.tril(np.outer(x_i, x_i)), np.tril(np.outer(x_j, x_j))]))
+        # -- the staged sequential allocation of the union (module docstring, step 3)
+        stage_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         side = np.empty(m, dtype=np.int64)
-        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
-        u_n, u_s, u_q, _ = self._pass(X, shift, union_rows, m + 2, _ONE_COMPONENT[D], 0,
-                                      np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
-                                      np.empty(m + 2, dtype=np.int64), 1)
-        comps = self._launch_components(model, X[i], X[j], int(u_n[0]), u_s[0], u_q[0],
-                                        shift)
-        v_n, v_s, v_q = anchor_stats
-        for scan in range(int(self.n_intermediate) + 1):
-            if scan > 0:
-                comps = self._mode_components(model, v_n, v_s, v_q, shift)
-            c, s_, q_, _ = self._pass(X, shift, members, m, comps, 0, _EMPTY_INT, ARGMAX,
-                                      side, 2)
-            v_n, v_s, v_q = (anchor_stats[0] + c, anchor_stats[1] + s_,
-                             anchor_stats[2] + q_)
-        lam = min(1.0, float(self.aux_rows) / math.sqrt(m + 2.0))
-        v_post = self._posteriors(model, v_n, v_s, v_q, shift, lam)
         log_alpha = math.log(state.alpha)
         if split:
             st["subcluster"]["splits_proposed"] += 1
-            phi = self._draw_phi(model, v_post, lam * v_n, rng)
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            c, s_, q_, log_q = self._pass(X, shift, members, m, phi[:3], key, _EMPTY_INT,
-                                          SAMPLE, side, 2)
-            n_ab = anchor_stats[0] + c
-            s_ab = anchor_stats[1] + s_
-            q_ab = anchor_stats[2] + q_
-            ab_post = self._posteriors(model, n_ab, s_ab, q_ab, shift, lam)
+            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, [i, j], members,
+                                                     stage_key, key, _EMPTY_INT, SAMPLE,
+                                                     side)
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
                 + model.log_marginal(int(n_ab[0]), s_ab[0], q_ab[0], shift)
                 + model.log_marginal(int(n_ab[1]), s_ab[1], q_ab[1], shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
-                + self._log_phi(model, phi, ab_post, lam * n_ab)
-                - self._log_phi(model, phi, v_post, lam * v_n)
                 - log_q
             )
             # The reverse merge's choice of (i, j): cluster A of i (uniform over the
@@ -585,6 +605,7 @@ class SubclusterDP(BaseDPSolver):
             new = state.n_clusters
             reverse = self._partner_log_probs(self._merge_scores(
                 model, new_counts, new_sums, new_scatters, shift, new))[ci]
+            union_rows = np.concatenate([[i, j], members]).astype(np.int64)
             sides = np.concatenate([[0, 1], side])
             log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
                                                     s_ab, q_ab, shift)
@@ -597,13 +618,12 @@ class SubclusterDP(BaseDPSolver):
                 st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
                 state.n_clusters += 1
                 st["subcluster"]["splits_accepted"] += 1
+        elif reallocate:
+            self._reallocate(state, model, rng, ci, cj, i, j, members, current, stage_key,
+                             log_pick)
         else:
-            pair = np.array([ci, cj])
-            ab_n, ab_s, ab_q = counts[pair], sums[pair], scatters[pair]
-            ab_post = self._posteriors(model, ab_n, ab_s, ab_q, shift, lam)
-            phi = self._draw_phi(model, ab_post, lam * ab_n, rng)
-            _, _, _, log_q = self._pass(X, shift, members, m, phi[:3], 0, current,
-                                        SCORE_FORCED, side, 2)
+            _, _, _, log_q = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
+                                            current, SCORE_FORCED, side)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -613,8 +633,6 @@ class SubclusterDP(BaseDPSolver):
                 + model.log_marginal(int(n_c), s_c, q_c, shift)
                 - model.log_marginal(int(counts[ci]), sums[ci], scatters[ci], shift)
                 - model.log_marginal(int(counts[cj]), sums[cj], scatters[cj], shift)
-                + self._log_phi(model, phi, v_post, lam * v_n)
-                - self._log_phi(model, phi, ab_post, lam * ab_n)
                 + log_q
                 - math.log(N) - math.log(n_c - 1.0) - log_pick
             )
@@ -627,70 +645,279 @@ class SubclusterDP(BaseDPSolver):
                 scatters[cj] = 0.0
                 st["subcluster"]["merges_accepted"] += 1
 
-    # -- the auxiliary sub-cluster parameters phi = (w, mu_0, S_0, mu_1, S_1) -------------
-    @staticmethod
-    def _posteriors(model, counts, sums, scatters, shift, lam):
-        """Per side: ``(n, xi*, W*, chol(W*), log|W*|)`` of the Normal-Wishart posterior
-        given the side's statistics scaled by ``lam`` (a tempered posterior)."""
-        out = []
+    def _reallocate(self, state, model, rng, ci, cj, i, j, members, current, stage_key,
+                    log_pick):
+        """A reallocation of the rows of clusters ``ci`` and ``cj`` (anchors ``i`` in
+        ``ci``, ``j`` in ``cj``, chosen as for a merge with log probability ``log_pick``):
+        a new division by the staged allocation, accepted with ``p(c') / p(c) * q(c) /
+        q(c') * P_pick(i, j | c') / P_pick(i, j | c)`` (module docstring, step 3)."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters = st["counts"], st["sums"], st["scatters"]
+        shift = st["shift"]
+        m = members.shape[0]
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        side = np.empty(m, dtype=np.int64)
+        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, [i, j], members,
+                                                     stage_key, key, _EMPTY_INT, SAMPLE,
+                                                     side)
+        scratch = np.empty(m, dtype=np.int64)
+        _, _, _, log_q_old = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
+                                            current, SCORE_FORCED, scratch)
+        pair = (ci, cj)
+        log_ratio = log_q_old - log_q_new - log_pick
         for t in range(2):
-            n, mean, W_star = model.base.posterior_statistics_from_sums(
-                lam * float(counts[t]), lam * sums[t], lam * scatters[t], shift)
-            L, ok = cholesky_lower(np.ascontiguousarray(W_star))
-            out.append((n, mean, W_star, L, 2.0 * float(np.sum(np.log(np.diag(L))))))
-        return out
+            c = pair[t]
+            log_ratio += (
+                math.lgamma(n_ab[t]) - math.lgamma(counts[c])
+                + model.log_marginal(int(n_ab[t]), s_ab[t], q_ab[t], shift)
+                - model.log_marginal(int(counts[c]), sums[c], scatters[c], shift))
+        new_counts, new_sums, new_scatters = counts.copy(), sums.copy(), scatters.copy()
+        for t in range(2):
+            new_counts[pair[t]], new_sums[pair[t]] = n_ab[t], s_ab[t]
+            new_scatters[pair[t]] = q_ab[t]
+        n_live = int(np.sum(counts > 0))
+        reverse = self._partner_log_probs(self._merge_scores(
+            model, new_counts, new_sums, new_scatters, shift, ci))[cj]
+        union_rows = np.concatenate([[i, j], members]).astype(np.int64)
+        sides = np.concatenate([[0, 1], side])
+        log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab, s_ab,
+                                                q_ab, shift)
+        log_ratio += (-math.log(n_live) + reverse + log_w[0] - norms[0] + log_w[1]
+                      - norms[1])
+        if math.log(rng.random()) < log_ratio:
+            labels[members[side == 0]] = ci
+            labels[members[side == 1]] = cj
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            st["subcluster"]["reallocations_accepted"] += 1
+
+    # -- three-cluster moves ---------------------------------------------------------------
+    def _partner(self, model, counts, sums, scatters, shift, a, exclude, rng):
+        """A partner of cluster ``a`` drawn from ``P(. | a)`` (the merge partner's
+        distribution, cluster ``exclude`` left out); returns it and the log probabilities."""
+        scores = self._merge_scores(model, counts, sums, scatters, shift, a)
+        if exclude is not None:
+            scores[exclude] = -np.inf
+        log_p = self._partner_log_probs(scores)
+        p = np.exp(log_p)
+        b = min(int(np.searchsorted(np.cumsum(p), rng.random() * p.sum(), side="right")),
+                p.shape[0] - 1)
+        while not np.isfinite(log_p[b]):  # rounding at the top end
+            b -= 1
+        return b, log_p
+
+    def _pick_rows(self, model, X, rows, sides, counts, sums, scatters, shift, rng):
+        """One anchor per side drawn by centrality; returns the positions in ``rows`` and
+        the log probability of the draw."""
+        log_w, norms = self._anchor_log_weights(model, X, rows, sides, counts, sums,
+                                                scatters, shift)
+        picks, log_p = [], 0.0
+        for t in range(counts.shape[0]):
+            at = np.flatnonzero(sides == t)
+            w = np.exp(log_w[at] - norms[t])
+            q = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(),
+                                        side="right")), at.size - 1)
+            picks.append(int(at[q]))
+            log_p += log_w[at[q]] - norms[t]
+        return picks, log_p
+
+    def _pick_log_prob(self, model, X, rows, sides, counts, sums, scatters, shift, picks):
+        """The log probability that :meth:`_pick_rows` draws ``picks``."""
+        log_w, norms = self._anchor_log_weights(model, X, rows, sides, counts, sums,
+                                                scatters, shift)
+        return float(sum(log_w[p] - norms[t] for t, p in enumerate(picks)))
 
     @staticmethod
-    def _draw_phi(model, post, counts, rng):
-        """``phi ~ p_sub(. | split)``: ``(w_0, w_1) ~ Dir(n_0 + 1, n_1 + 1)`` and each
-        side's ``(mu, S)`` from its posterior. Returns the kernel's components
-        ``(means, chols, log_consts)`` and ``(log_w, precisions)``."""
-        g = rng.standard_gamma(np.asarray(counts, dtype=float) + _SUB_PRIOR)
-        log_w = np.log(g) - math.log(float(g.sum()))
-        D = post[0][1].shape[0]
-        means, chols = np.empty((2, D)), np.empty((2, D, D))
-        precisions, log_consts = np.empty((2, D, D)), np.empty(2)
-        for t in range(2):
-            n, mean, _, L, _ = post[t]
-            mu, S = model.base.sample_posterior_from_statistics(n, mean, L, rng)
-            P, ok = cholesky_lower(np.ascontiguousarray(S))
-            means[t], chols[t], precisions[t] = mu, P, S
-            log_consts[t] = (log_w[t] + float(np.sum(np.log(np.diag(P))))
-                             - 0.5 * D * _LOG_2PI)
-        return means, chols, log_consts, log_w, precisions
+    def _union(labels, clusters):
+        """The rows of ``clusters`` in row order and their side (the cluster's position)."""
+        lookup = np.full(int(labels.max()) + 2, -1, dtype=np.int64)
+        for t, c in enumerate(clusters):
+            lookup[c] = t
+        side = lookup[labels]
+        rows = np.flatnonzero(side >= 0).astype(np.int64)
+        return rows, side[rows]
 
     @staticmethod
-    def _log_phi(model, phi, post, counts):
-        """``log p_sub(phi | split)``: the Beta density of ``w_0`` and each side's
-        Normal-Wishart posterior density of ``(mu, S)``."""
-        means, chols, _, log_w, precisions = phi
-        a, b = counts[0] + _SUB_PRIOR, counts[1] + _SUB_PRIOR
-        value = ((a - 1.0) * log_w[0] + (b - 1.0) * log_w[1]
-                 - (math.lgamma(a) + math.lgamma(b) - math.lgamma(a + b)))
-        base = model.base
-        D = means.shape[1]
-        for t in range(2):
-            n, mean, W_star, _, logdet_W = post[t]
-            kappa = base.precision_scaling_ + n
-            nu = base.dof_ + n
-            logdet_S = 2.0 * float(np.sum(np.log(np.diag(chols[t]))))
-            d = means[t] - mean
-            value += (
-                0.5 * (nu - D - 1.0) * logdet_S - 0.5 * float(np.sum(W_star * precisions[t]))
-                - 0.5 * nu * D * math.log(2.0) + 0.5 * nu * logdet_W
-                - _log_mvgamma(0.5 * nu, D)
-                - 0.5 * D * _LOG_2PI + 0.5 * D * math.log(kappa) + 0.5 * logdet_S
-                - 0.5 * kappa * float(d @ precisions[t] @ d)
-            )
-        return value
+    def _without(rows, sides, positions):
+        keep = np.ones(rows.shape[0], dtype=bool)
+        keep[positions] = False
+        return rows[keep], sides[keep]
+
+    def _crp_and_marginals(self, model, counts, sums, scatters, shift):
+        return sum(math.lgamma(counts[t]) + model.log_marginal(
+            int(counts[t]), sums[t], scatters[t], shift) for t in range(counts.shape[0]))
+
+    def _merge_three(self, state, model, rng):
+        """Three clusters ``A, B, C`` into two (module docstring, step 3): ``A`` uniform,
+        ``B ~ P(. | A)``, ``C ~ P(. | B)`` without ``A``, anchors ``a, b, c`` by centrality;
+        the union re-divided by the staged allocation from ``a`` and ``c``. The reverse is
+        :meth:`_split_three` with the same anchors."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters, shift = st["counts"], st["sums"], st["scatters"], st["shift"]
+        live = np.flatnonzero(counts > 0)
+        K = live.shape[0]
+        if K < 3:
+            return
+        A = int(live[int(rng.random() * K)])
+        B, log_pb = self._partner(model, counts, sums, scatters, shift, A, None, rng)
+        C, log_pc = self._partner(model, counts, sums, scatters, shift, B, A, rng)
+        trio = np.array([A, B, C])
+        rows, sides = self._union(labels, trio)
+        picks, log_anchor = self._pick_rows(model, X, rows, sides, counts[trio], sums[trio],
+                                            scatters[trio], shift, rng)
+        a, b, c = (int(rows[p]) for p in picks)
+        log_fwd = -math.log(K) + log_pb[B] + log_pc[C] + log_anchor
+        k2 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        k3 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        members2, _ = self._without(rows, sides, [picks[0], picks[2]])
+        side2 = np.empty(members2.shape[0], dtype=np.int64)
+        n2, s2, q2, log_q2 = self._allocate(model, X, shift, [a, c], members2, k2, key,
+                                            _EMPTY_INT, SAMPLE, side2)
+        members3, current3 = self._without(rows, sides, picks)
+        _, _, _, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, 0,
+                                         current3, SCORE_FORCED,
+                                         np.empty(members3.shape[0], dtype=np.int64))
+        log_post = (-math.log(state.alpha)
+                    + self._crp_and_marginals(model, n2, s2, q2, shift)
+                    - self._crp_and_marginals(model, counts[trio], sums[trio],
+                                              scatters[trio], shift))
+        new_counts, new_sums, new_scatters = counts.copy(), sums.copy(), scatters.copy()
+        for t, k in ((0, A), (1, C)):
+            new_counts[k], new_sums[k], new_scatters[k] = n2[t], s2[t], q2[t]
+        new_counts[B] = 0
+        new_sums[B] = 0.0
+        new_scatters[B] = 0.0
+        # the reverse: A' uniform over K - 1 clusters, C' ~ P(. | A'), a and c by
+        # centrality, b uniform over the other rows of the union
+        log_rev = (-math.log(K - 1) + self._partner_log_probs(self._merge_scores(
+            model, new_counts, new_sums, new_scatters, shift, A))[C]
+            - math.log(rows.shape[0] - 2.0))
+        union2 = np.concatenate([[a, c], members2]).astype(np.int64)
+        log_rev += self._pick_log_prob(model, X, union2, np.concatenate([[0, 1], side2]),
+                                       n2, s2, q2, shift, [0, 1])
+        log_ratio = log_post + log_rev + log_q3 - log_fwd - log_q2
+        if math.log(rng.random()) < log_ratio:
+            labels[members2[side2 == 0]] = A
+            labels[members2[side2 == 1]] = C
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            st["subcluster"]["three_merges_accepted"] += 1
+
+    def _split_three(self, state, model, rng):
+        """Two clusters ``A, C`` into three (the reverse of :meth:`_merge_three`): ``A``
+        uniform, ``C ~ P(. | A)``, anchors ``a, c`` by centrality and ``b`` uniform over
+        the other rows of the union; the union divided by the staged allocation from
+        ``a, b, c``, ``b``'s side a new cluster."""
+        st = state.stats
+        X, labels = state.X, state.labels
+        counts, sums, scatters, shift = st["counts"], st["sums"], st["scatters"], st["shift"]
+        live = np.flatnonzero(counts > 0)
+        K = live.shape[0]
+        if K < 2:
+            return
+        A = int(live[int(rng.random() * K)])
+        C, log_pc = self._partner(model, counts, sums, scatters, shift, A, None, rng)
+        duo = np.array([A, C])
+        rows, sides = self._union(labels, duo)
+        if rows.shape[0] < 3:
+            return
+        picks, log_anchor = self._pick_rows(model, X, rows, sides, counts[duo], sums[duo],
+                                            scatters[duo], shift, rng)
+        others, other_sides = self._without(rows, sides, picks)
+        pb = int(rng.random() * others.shape[0])
+        a, c, b = int(rows[picks[0]]), int(rows[picks[1]]), int(others[pb])
+        log_fwd = (-math.log(K) + log_pc[C] + log_anchor
+                   - math.log(rows.shape[0] - 2.0))
+        k2 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        k3 = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        members3 = np.delete(others, pb)
+        side3 = np.empty(members3.shape[0], dtype=np.int64)
+        n3, s3, q3, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, key,
+                                            _EMPTY_INT, SAMPLE, side3)
+        # members2 = the union without a and c, in row order: b back among the others
+        _, _, _, log_q2 = self._allocate(model, X, shift, [a, c], others, k2, 0,
+                                         other_sides, SCORE_FORCED,
+                                         np.empty(others.shape[0], dtype=np.int64))
+        log_post = (math.log(state.alpha)
+                    + self._crp_and_marginals(model, n3, s3, q3, shift)
+                    - self._crp_and_marginals(model, counts[duo], sums[duo], scatters[duo],
+                                              shift))
+        B = state.n_clusters
+        new_counts = np.append(counts, n3[1])
+        new_sums = np.concatenate([sums, s3[1:2]])
+        new_scatters = np.concatenate([scatters, q3[1:2]])
+        for t, k in ((0, A), (2, C)):
+            new_counts[k], new_sums[k], new_scatters[k] = n3[t], s3[t], q3[t]
+        # the reverse: A uniform over K + 1 clusters, B ~ P(. | A), C ~ P(. | B) without A,
+        # anchors by centrality in A, B, C
+        log_rev = (-math.log(K + 1)
+                   + self._partner_log_probs(self._merge_scores(
+                       model, new_counts, new_sums, new_scatters, shift, A))[B])
+        scores = self._merge_scores(model, new_counts, new_sums, new_scatters, shift, B)
+        scores[A] = -np.inf
+        log_rev += self._partner_log_probs(scores)[C]
+        union3 = np.concatenate([[a, b, c], members3]).astype(np.int64)
+        log_rev += self._pick_log_prob(model, X, union3, np.concatenate([[0, 1, 2], side3]),
+                                       n3, s3, q3, shift, [0, 1, 2])
+        log_ratio = log_post + log_rev + log_q2 - log_fwd - log_q3
+        if math.log(rng.random()) < log_ratio:
+            labels[b] = B
+            labels[members3[side3 == 0]] = A
+            labels[members3[side3 == 1]] = B
+            labels[members3[side3 == 2]] = C
+            st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+            state.n_clusters += 1
+            st["subcluster"]["three_splits_accepted"] += 1
+
+    # -- the staged sequential allocation ------------------------------------------------
+    def _allocate(self, model, X, shift, anchors, members, stage_key, key, forced, mode,
+                  side):
+        """The staged sequential allocation of the union: anchors ``i`` (side 0) and ``j``
+        (side 1), then the stages of ``members`` (:func:`stage_order`), each one pass in
+        which every row of the stage takes a side with probability proportional to the
+        side's count times its allocation density (:meth:`_allocation_components`), both
+        from the anchors and the earlier stages. ``mode`` is ``SAMPLE`` (a split: the sides
+        drawn with the key ``key``) or ``SCORE_FORCED`` (a merge's reverse: the sides
+        ``forced``, the current labels). Writes the sides into ``side``; returns the two
+        sides' statistics and ``log q``, the log probability of the sides taken."""
+        m = members.shape[0]
+        k = len(anchors)
+        xs = [X[a] - shift for a in anchors]
+        counts = np.ones(k, dtype=np.int64)
+        sums = np.stack(xs)
+        scatters = np.stack([np.tril(np.outer(x, x)) for x in xs])
+        order = np.empty(m, dtype=np.int64)
+        bounds = np.empty(int(math.floor(math.log2(1.0 + m))) + 2, dtype=np.int64)
+        n_stages = stage_order(np.uint64(stage_key), members, order, bounds)
+        log_q = 0.0
+        for t in range(n_stages):
+            lo, hi = int(bounds[t]), int(bounds[t + 1])
+            if hi == lo:
+                continue
+            pos = order[lo:hi]
+            rows = members[pos]
+            sub_forced = forced[pos] if mode == SCORE_FORCED else _EMPTY_INT
+            out = np.empty(hi - lo, dtype=np.int64)
+            comps = self._allocation_components(model, counts, sums, scatters, shift)
+            c, s_, q_, lq = self._pass(X, shift, rows, hi - lo, comps, key, sub_forced,
+                                       mode, out, k)
+            side[pos] = out
+            counts = counts + c
+            sums = sums + s_
+            scatters = scatters + q_
+            log_q += lq
+        return counts, sums, scatters, log_q
 
     @staticmethod
-    def _mode_components(model, counts, sums, scatters, shift):
-        """The deterministic scans' components: each side's posterior mean and expected
-        precision ``(beta + n) W*^-1``, weights proportional to the sides' sizes."""
+    def _allocation_components(model, counts, sums, scatters, shift):
+        """The allocation densities of a stage: each side's Gaussian at its posterior mean
+        with its expected precision ``(nu + n) W*^-1``, weighted by the side's count."""
         D = sums.shape[1]
-        means, chols, log_consts = np.empty((2, D)), np.empty((2, D, D)), np.empty(2)
-        for t in range(2):
+        k = counts.shape[0]
+        means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
+        for t in range(k):
             n, mean, W_star = model.base.posterior_statistics_from_sums(
                 int(counts[t]), sums[t], scatters[t], shift)
             P, ok = cholesky_lower(np.ascontiguousarray(
@@ -698,17 +925,6 @@ class SubclusterDP(BaseDPSolver):
             means[t], chols[t] = mean, P
             log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
         return means, chols, log_consts
-
-    def _launch_components(self, model, x_i, x_j, n, total, scatter, shift):
-        """The first scan's two components: Gaussians at the anchor rows with the
-        precision ``_LAUNCH_SHARPNESS (beta + n) W*^-1`` of the union's posterior (its
-        statistics summed over its rows in row order, so a split and its reverse merge
-        compute the same numbers), equal weights."""
-        n, _, W_star = model.base.posterior_statistics_from_sums(n, total, scatter, shift)
-        P, ok = cholesky_lower(np.ascontiguousarray(
-            np.linalg.inv(W_star) * (_LAUNCH_SHARPNESS * (model.base.dof_ + n))))
-        return (np.ascontiguousarray(np.stack([x_i, x_j])),
-                np.ascontiguousarray(np.stack([P, P])), np.zeros(2))
 
     def _compact(self, state):
         """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""
