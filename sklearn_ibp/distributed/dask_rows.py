@@ -79,8 +79,13 @@ from numbers import Integral
 import numba
 import numpy as np
 
-from ..solvers.dp._dp_subcluster_kernels import SAMPLE, SCORE_FORCED, STATS_ONLY
-from ._dask_rows_kernels import assign_rows, lowest_log_slice
+from ..solvers.dp._dp_subcluster_kernels import (
+    SAMPLE,
+    SCORE_FORCED,
+    STATS_ONLY,
+    assign_blocks,
+    lowest_log_slices,
+)
 
 __all__ = ["DaskRows", "MemberRows"]
 
@@ -116,17 +121,17 @@ def _block_arrays(n, C, D, block_size):
 
 def _run(X, shift, index, ids, row_offset, n, comps, key, forced, mode, old_labels, log_pi,
          slice_key, C, block_size, n_threads):
-    """One :func:`assign_rows` call; ``(out, per-block statistics)``."""
+    """One :func:`assign_blocks` call; ``(out, per-block statistics)``."""
     means, chols, log_consts = comps
     D = X.shape[1]
     blocks = _block_arrays(n, C, D, block_size)
     out = np.empty(int(n), dtype=np.int64)
     with _Threads(n_threads):
-        assign_rows(X, _own(shift, np.float64), index, ids, np.int64(row_offset),
-                    np.int64(n), _own(means, np.float64), _own(chols, np.float64),
-                    _own(log_consts, np.float64), np.uint64(key), forced, mode, old_labels,
-                    _own(log_pi, np.float64), np.uint64(slice_key), out,
-                    np.int64(block_size), *blocks)
+        assign_blocks(X, _own(shift, np.float64), index, ids, np.int64(row_offset),
+                      np.int64(n), _own(means, np.float64), _own(chols, np.float64),
+                      _own(log_consts, np.float64), np.uint64(key), forced, mode, old_labels,
+                      _own(log_pi, np.float64), np.uint64(slice_key), out,
+                      np.int64(block_size), *blocks)
     return out, blocks
 
 
@@ -147,10 +152,12 @@ def _chunk_stats(x, labels, shift, D, C, block_size, n_threads):
 
 
 def _chunk_lowest(labels, start, log_pi, slice_key, block_size, n_threads):
+    labels = _own(labels, np.int64)
+    lows = np.empty(max(1, -(-labels.shape[0] // int(block_size))))
     with _Threads(n_threads):
-        return float(lowest_log_slice(_own(labels, np.int64), np.int64(start),
-                                      _own(log_pi, np.float64), np.uint64(slice_key),
-                                      np.int64(block_size)))
+        lowest_log_slices(labels, np.int64(start), _own(log_pi, np.float64),
+                          np.uint64(slice_key), np.int64(block_size), lows)
+    return float(lows.min())
 
 
 def _chunk_row_step(x, labels, start, shift, comps, key, log_pi, slice_key, C, block_size,

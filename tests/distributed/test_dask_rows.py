@@ -16,12 +16,18 @@ from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
     nth_row,
     pair_members,
 )
-from sklearn_ibp.solvers.dp.dp_subcluster import _EMPTY_INT, _ONE_COMPONENT, SubclusterDP
+from sklearn_ibp.solvers.dp.dp_subcluster import _EMPTY_INT, SubclusterDP
 
 distributed = pytest.importorskip("distributed")
 da = pytest.importorskip("dask.array")
 
 from sklearn_ibp.distributed.dask_rows import DaskRows  # noqa: E402
+
+
+def _one_component(D):
+    """Dummy single-component arguments of a STATS_ONLY pass."""
+    return np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1)
+
 
 BLOCK = 16
 N, D, K = 300, 2, 4
@@ -79,14 +85,14 @@ def test_statistics_and_row_step_give_the_drivers_bits(client, data, chunk_block
     assert store.lengths.sum() == N
     assert (store.lengths[:-1] % BLOCK == 0).all()
     store.set_labels(labels)
-    _assert_same(solver._pass(X, shift, _EMPTY_INT, N, _ONE_COMPONENT[D], 0, labels,
+    _assert_same(solver._pass(X, shift, _EMPTY_INT, N, _one_component(D), 0, labels,
                               STATS_ONLY, np.empty(N, dtype=np.int64), K),
                  store.statistics(K))
     rng = np.random.default_rng(chunk_blocks)
     C = K + 2
     log_pi = np.log(rng.dirichlet(np.ones(C)))
     lows = np.empty(solver._blocks(N))
-    lowest_log_slices(labels, log_pi, np.uint64(77), np.int64(BLOCK), lows)
+    lowest_log_slices(labels, np.int64(0), log_pi, np.uint64(77), np.int64(BLOCK), lows)
     assert store.lowest_log_slice(log_pi, 77) == lows.min()
     comps = _components(rng, C)
     new = np.empty(N, dtype=np.int64)
@@ -132,10 +138,10 @@ def test_passes_over_two_clusters_give_the_drivers_bits(client, data, chunk_bloc
 
     union = np.concatenate([[i, j], members]).astype(np.int64)
     _assert_same(
-        solver._pass(X, shift, union, m + 2, _ONE_COMPONENT[D], 0,
+        solver._pass(X, shift, union, m + 2, _one_component(D), 0,
                      np.zeros(m + 2, dtype=np.int64), STATS_ONLY,
                      np.empty(m + 2, dtype=np.int64), 1),
-        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1, forced=0, lead=([i, j], [0, 0])))
+        rows.run(_one_component(D), 0, STATS_ONLY, 1, forced=0, lead=([i, j], [0, 0])))
     side = np.empty(m, dtype=np.int64)
     for _ in range(2):
         comps = _components(rng, 2)
@@ -187,9 +193,9 @@ def test_bad_arguments_are_named(client, data):
     np.testing.assert_array_equal(store.statistics(1)[0], [N])
     rows = store.select((0,))
     with pytest.raises(ValueError, match="C is 1"):
-        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1, forced=1)
+        rows.run(_one_component(D), 0, STATS_ONLY, 1, forced=1)
     with pytest.raises(ValueError, match="need forced"):
-        rows.run(_ONE_COMPONENT[D], 0, STATS_ONLY, 1)
+        rows.run(_one_component(D), 0, STATS_ONLY, 1)
     with pytest.raises(ValueError, match="rows must be in"):
         store.rows([N])
     with pytest.raises(ValueError, match="block_size"):

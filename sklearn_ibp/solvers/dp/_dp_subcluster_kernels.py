@@ -54,12 +54,17 @@ def row_uniforms(key, rows):
 
 
 @njit(cache=True, parallel=True)
-def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mode,
-                  old_labels, log_pi, slice_key, out, block_size, counts, sums, scatters,
-                  log_q):
+def assign_blocks(X, shift, index, ids, row_offset, n, means, chols, log_consts, key, forced,
+                  mode, old_labels, log_pi, slice_key, out, block_size, counts, sums,
+                  scatters, log_q):
     """Give each of ``n`` rows one of ``C`` components, block by block.
 
-    Rows are ``index[p]`` for ``p < n`` (or ``p`` itself when ``index`` is empty).
+    Position ``p < n`` is the row ``r = index[p]`` of ``X`` (``p`` itself when ``index`` is
+    empty). The row's *global* index ``g``, which seeds its uniforms, is ``ids[p]``, or
+    ``row_offset + r`` when ``ids`` is empty: the in-memory driver passes no ``ids`` and
+    offset 0 (``g = r``); the Dask row store (:mod:`sklearn_ibp.distributed.dask_rows`)
+    passes a chunk's first row as the offset, or the ids of rows gathered from several
+    chunks, so that a row draws the same uniforms wherever it is held.
     Component ``c`` has the log density ``log_consts[c] - |chols[c]^T (x - means[c])|^2 / 2``
     (``chols[c]`` the lower Cholesky factor of its precision; ``log_consts`` holds the
     log weight and the normalising constant). ``mode`` is ``SAMPLE`` (draw the component
@@ -67,7 +72,7 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
     probable component, the first on ties), ``SCORE_FORCED`` (take ``forced[p]`` and
     score it) or ``STATS_ONLY`` (take ``forced[p]``, evaluate nothing).
     With a non-empty ``old_labels`` (the row step, ``index`` empty) the draw is Walker's
-    slice step: the slice of row ``r`` is ``log u = log row_uniform(slice_key, r) +
+    slice step: the slice of row ``r`` is ``log u = log row_uniform(slice_key, g) +
     log_pi[old_labels[r]]`` and only components with ``log_pi[c] > log u`` are
     candidates (``log_consts`` then holds no weight). Writes ``out[p]``, and per block ``b`` of
     ``block_size`` positions: ``counts[b, c]``, ``sums[b, c] = sum (x - shift)``,
@@ -79,6 +84,7 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
     C = means.shape[0]
     n_blocks = counts.shape[0]
     use_index = index.shape[0] > 0
+    use_ids = ids.shape[0] > 0
     use_slice = old_labels.shape[0] > 0
     for b in prange(n_blocks):
         logp = np.empty(C)
@@ -89,12 +95,13 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
         acc_q = 0.0
         for p in range(start, stop):
             r = index[p] if use_index else p
+            g = ids[p] if use_ids else row_offset + r
             if mode == STATS_ONLY:
                 k = forced[p]
             else:
                 log_u = -np.inf
                 if use_slice:
-                    log_u = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
+                    log_u = math.log(row_uniform(slice_key, g)) + log_pi[old_labels[r]]
                 best = -np.inf
                 for c in range(C):
                     if use_slice and not log_pi[c] > log_u:
@@ -120,7 +127,7 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
                         if logp[c] > logp[k]:
                             k = c
                 elif mode == SAMPLE:
-                    u = row_uniform(key, r) * total
+                    u = row_uniform(key, g) * total
                     k = C - 1
                     cum = 0.0
                     for c in range(C):
@@ -143,13 +150,14 @@ def assign_blocks(X, shift, index, n, means, chols, log_consts, key, forced, mod
 
 
 @njit(cache=True, parallel=True)
-def lowest_log_slices(old_labels, log_pi, slice_key, block_size, out):
-    """``out[b]`` = the lowest log slice (see :func:`assign_blocks`) of block ``b``."""
+def lowest_log_slices(old_labels, row_offset, log_pi, slice_key, block_size, out):
+    """``out[b]`` = the lowest log slice (see :func:`assign_blocks`) of block ``b`` of the
+    rows ``old_labels`` labels, the first of them the global row ``row_offset``."""
     N = old_labels.shape[0]
     for b in prange(out.shape[0]):
         low = np.inf
         for r in range(b * block_size, min(N, (b + 1) * block_size)):
-            v = math.log(row_uniform(slice_key, r)) + log_pi[old_labels[r]]
+            v = math.log(row_uniform(slice_key, row_offset + r)) + log_pi[old_labels[r]]
             if v < low:
                 low = v
         out[b] = low

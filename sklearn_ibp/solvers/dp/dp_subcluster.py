@@ -322,8 +322,8 @@ class SubclusterDP(BaseDPSolver):
         if n_blocks == 1 and threads > 1:
             numba.set_num_threads(1)  # one block: spare the thread pool's start-up
         try:
-            assign_blocks(X, shift, index, np.int64(n), means, chols, log_consts,
-                          np.uint64(key), forced, mode, old_labels, log_pi,
+            assign_blocks(X, shift, index, _EMPTY_INT, np.int64(0), np.int64(n), means,
+                          chols, log_consts, np.uint64(key), forced, mode, old_labels, log_pi,
                           np.uint64(slice_key), out, np.int64(self.block_size), counts, sums,
                           scatters, log_q)
         finally:
@@ -417,7 +417,7 @@ class SubclusterDP(BaseDPSolver):
         log_rest = math.log(gammas[K]) - log_total if gammas[K] > 0 else -np.inf
         slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         lows = np.empty(self._blocks(state.X.shape[0]))
-        lowest_log_slices(state.labels, log_pi, np.uint64(slice_key),
+        lowest_log_slices(state.labels, np.int64(0), log_pi, np.uint64(slice_key),
                           np.int64(self.block_size), lows)
         lowest = float(lows.min())
         # break the rest of the stick (G's unoccupied atoms, GEM(alpha)) until it is

@@ -75,8 +75,9 @@ def test_blocked_statistics_match_numpy():
     scatters = np.zeros((n_blocks, 4, 3, 3))
     out = np.empty(1000, dtype=np.int64)
     empty_i, empty_f = np.zeros(0, dtype=np.int64), np.zeros(0)
-    assign_blocks(X, shift, empty_i, np.int64(1000), np.zeros((1, 3)), np.zeros((1, 3, 3)),
-                  np.zeros(1), np.uint64(0), labels, STATS_ONLY, empty_i, empty_f,
+    assign_blocks(X, shift, empty_i, empty_i, np.int64(0), np.int64(1000), np.zeros((1, 3)),
+                  np.zeros((1, 3, 3)), np.zeros(1), np.uint64(0), labels, STATS_ONLY, empty_i,
+                  empty_f,
                   np.uint64(0), out, np.int64(block), counts, sums, scatters,
                   np.zeros(n_blocks))
     np.testing.assert_array_equal(out, labels)
