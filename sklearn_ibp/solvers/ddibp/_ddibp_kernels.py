@@ -500,7 +500,13 @@ def _sweep_links_gibbs(
     zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
     head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
     upstream, members, where = idx[4], idx[5], idx[6]
-    mark = 0
+    # Typed constants for the counters and flags: a variable first set from a literal
+    # (0, 1, True) is typed as that literal and retyped int64 or bool only when numba's
+    # type inference meets the loop's back edge, one more pass over the whole kernel per
+    # level of loop nesting (issue 22; the same numbers either way).
+    zero, one, no_target = np.int64(0), np.int64(1), np.int64(-1)
+    yes, no = np.bool_(True), np.bool_(False)
+    mark = zero
     # The full model and the model without the dish's column trade places after each
     # dish (no copy between them): after dish k the full model is in (R, Gk) when k is
     # even, so in (Minv, G) at the end when K is even (the caller copies it back when not).
@@ -517,7 +523,7 @@ def _sweep_links_gibbs(
         cross_k = cross[k]
         for d in range(D):
             zX[d] = cross_k[d]
-        n_members = 0
+        n_members = zero
         for m in range(N):
             head[m] = -1
             reach[m] = 0.0
@@ -543,7 +549,7 @@ def _sweep_links_gibbs(
         count = float(n_members)
         # The current column's R b, u = z^T X - G^T b, b^T R b and score, computed before
         # the first update that needs them and again after the rows switch.
-        stale = True
+        stale = yes
         bRb = 0.0
         score = 0.0
         # reach[i] = sum of a_ij over the dish's rows (zeroed above), kept up to date as
@@ -560,13 +566,26 @@ def _sweep_links_gibbs(
                 # The owner's own link, from its prior row: the first draw of the
                 # rejection loop below, whatever its target (the owner's link changes no
                 # row of Z and is in no child list).
-                by_rejection = True
-                new_on = 0
+                by_rejection = yes
+                new_on = zero
+                # Unused by the owner, but set on this path too: otherwise their values
+                # would flow from the previous customer over the loop's back edge, and
+                # numba's type inference would need twice the passes over the kernel
+                # (issue 22).
+                on = zero
+                n_up = zero
+                n_delta = zero
+                sign = 0.0
+                count_alt = 0.0
+                p_reach = 0.0
+                p_not = 0.0
+                exact_not = no
+                prox = cum_row
             else:
                 if stale:
                     # R is symmetric, so R b is summed over the rows of R where b is nonzero
                     # (their indices go to nz; entry k of b is ignored).
-                    n_nz = 0
+                    n_nz = zero
                     for a in range(K):
                         Rb[a] = 0.0
                         if (a != k) & (b[a] != 0.0):
@@ -593,15 +612,15 @@ def _sweep_links_gibbs(
                     for d in range(D):
                         unorm += u[d] * u[d]
                     score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-                    stale = False
+                    stale = no
                 # Customers whose path runs through i, with i's link cut (stamp == mark): a
                 # breadth-first walk over the customers linking to each one found; i's own
                 # link is never followed and the owner is in no child list.
                 mark += 1
                 stamp[i] = mark
                 upstream[0] = i
-                n_up = 1
-                q = 0
+                n_up = one
+                q = zero
                 while q < n_up:
                     c = head[upstream[q]]
                     q += 1
@@ -641,7 +660,7 @@ def _sweep_links_gibbs(
                 # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
                 # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
                 # and u_alt = u + sign * sum_m X[m] - G^T delta.
-                n_delta = 0
+                n_delta = zero
                 for d in range(D):
                     u_alt[d] = u[d]
                 for q in range(n_up):
@@ -695,11 +714,11 @@ def _sweep_links_gibbs(
                     by_rejection = p_reach >= 0.0625 * row_mass
                 else:
                     by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
-            chosen = -1
+            chosen = no_target
             if by_rejection:
                 for _ in range(64):
                     x = rng.random() * row_mass
-                    lo = 0
+                    lo = zero
                     hi = N - 1
                     while lo < hi:
                         mid = (lo + hi) // 2
@@ -776,7 +795,7 @@ def _sweep_links_gibbs(
                         where[last] = pos
                         where[m] = -1
                 # Recomputed rather than updated, so no rounding builds up within a dish.
-                stale = True
+                stale = yes
             # b takes delta when the rows switched; delta back to zero.
             for t in range(n_delta):
                 a = nz[t]
