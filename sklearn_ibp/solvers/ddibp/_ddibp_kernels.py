@@ -930,10 +930,13 @@ def sweep_ownership(
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
     b, col = vec_cap[0], vec_cap[1]
     new_links, path = idx[0], idx[1]
+    # A typed zero for the counters: one set from the literal 0 would be retyped int64 on
+    # a second pass of numba's type inference over the kernel (issue 22).
+    zero = np.int64(0)
     for i in range(start, N):
         if K >= cap:
             return K, i
-        lam = 0
+        lam = zero
         for k in range(K):
             if owners[k] == i:
                 lam += 1
@@ -959,7 +962,7 @@ def sweep_ownership(
                 for j in range(N):
                     cum_row = cum_proximity[j]
                     x = rng.random() * cum_row[N - 1]
-                    lo = 0
+                    lo = zero
                     hi = N - 1
                     while lo < hi:
                         mid = (lo + hi) // 2
@@ -974,7 +977,7 @@ def sweep_ownership(
                 for first in range(N):
                     if reach_state[first] != 0:
                         continue
-                    length = 0
+                    length = zero
                     j = first
                     while reach_state[j] == 0:
                         reach_state[j] = 3
@@ -1037,7 +1040,7 @@ def sweep_ownership(
                         total = cum_row[N - 1]
                         before = cum_row[i - 1] if i > 0 else 0.0
                         mass = cum_row[i] - before
-                        tries = 0
+                        tries = zero
                         while True:
                             if j == i or tries < _MAX_LINK_REJECTIONS:
                                 x = rng.random() * total
@@ -1045,7 +1048,7 @@ def sweep_ownership(
                                 x = rng.random() * (total - mass)
                                 if x >= before:
                                     x += mass
-                            lo = 0
+                            lo = zero
                             hi = N - 1
                             while lo < hi:
                                 mid = (lo + hi) // 2
