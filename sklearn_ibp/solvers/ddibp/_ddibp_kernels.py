@@ -520,20 +520,18 @@ def _sweep_links_gibbs(
         _remove_column_stats(full_M, full_G, k, K, col, R, Gk)
         for j in range(K):
             b[j] = 0.0
-        cross_k = cross[k]
         for d in range(D):
-            zX[d] = cross_k[d]
+            zX[d] = cross[k, d]
         n_members = zero
         for m in range(N):
             head[m] = -1
             reach[m] = 0.0
-            z_m = Z[m]
-            if z_m[k]:
+            if Z[m, k]:
                 members[n_members] = m
                 where[m] = n_members
                 n_members += 1
                 for j in range(K):
-                    b[j] += z_m[j]
+                    b[j] += Z[m, j]
             else:
                 where[m] = -1
         b[k] = 0.0
@@ -596,12 +594,10 @@ def _sweep_links_gibbs(
                     for t in range(n_nz):
                         c = nz[t]
                         bc = b[c]
-                        R_c = R[c]
-                        Gk_c = Gk[c]
                         for a in range(K):
-                            Rb[a] += bc * R_c[a]
+                            Rb[a] += bc * R[c, a]
                         for d in range(D):
-                            u[d] -= bc * Gk_c[d]
+                            u[d] -= bc * Gk[c, d]
                     bRb = 0.0
                     for t in range(n_nz):
                         bRb += b[nz[t]] * Rb[nz[t]]
@@ -665,30 +661,26 @@ def _sweep_links_gibbs(
                     u_alt[d] = u[d]
                 for q in range(n_up):
                     m = upstream[q]
-                    z_m = Z[m]
-                    x_m = X[m]
                     for j in range(K):
-                        if (z_m[j] != 0) & (j != k):
+                        if (Z[m, j] != 0) & (j != k):
                             if delta[j] == 0.0:
                                 nz[n_delta] = j
                                 n_delta += 1
                             delta[j] += sign
                     for d in range(D):
-                        u_alt[d] += sign * x_m[d]
+                        u_alt[d] += sign * X[m, d]
                 dRb = 0.0
                 dRd = 0.0
                 for t in range(n_delta):
                     a = nz[t]
                     da = delta[a]
                     dRb += da * Rb[a]
-                    R_a = R[a]
-                    Gk_a = Gk[a]
                     acc = 0.0
                     for q in range(n_delta):
-                        acc += R_a[nz[q]] * delta[nz[q]]
+                        acc += R[a, nz[q]] * delta[nz[q]]
                     dRd += da * acc
                     for d in range(D):
-                        u_alt[d] -= da * Gk_a[d]
+                        u_alt[d] -= da * Gk[a, d]
                 s = count_alt + ratio - (bRb + 2.0 * dRb + dRd)
                 s = floor if floor > s else s
                 unorm = 0.0
@@ -777,11 +769,10 @@ def _sweep_links_gibbs(
                 for q in range(n_up):
                     m = upstream[q]
                     col_m = proximity_t[m]
-                    x_m = X[m]
                     for j in range(N):
                         reach[j] += sign * col_m[j]
                     for d in range(D):
-                        zX[d] += sign * x_m[d]
+                        zX[d] += sign * X[m, d]
                     Z[m, k] = new_on
                     if new_on == 1:
                         members[n_members] = m
@@ -1000,12 +991,10 @@ def sweep_ownership(
             for m in range(N):
                 if reach_state[m] == 1:
                     count += 1.0
-                    z_m = Z[m]
-                    x_m = X[m]
                     for j in range(K):
-                        b[j] += z_m[j]
+                        b[j] += Z[m, j]
                     for d in range(D):
-                        zX[d] += x_m[d]
+                        zX[d] += X[m, d]
             # -D/2 log s + |u|^2 / (2 s_x^2 s) of the column (count, b, zX) added to the
             # model, s = count + r - b^T M^{-1} b, u = z^T X - G^T b (entries where b is
             # nonzero only).
@@ -1013,10 +1002,9 @@ def sweep_ownership(
             for a in range(K):
                 if b[a] == 0.0:
                     continue
-                Minv_a = Minv[a]
                 acc = 0.0
                 for j in range(K):
-                    acc += Minv_a[j] * b[j]
+                    acc += Minv[a, j] * b[j]
                 s -= b[a] * acc
             s = floor if floor > s else s  # max(s, floor)
             unorm = 0.0
@@ -1069,10 +1057,9 @@ def sweep_ownership(
                                         break
                                 break
                         new_links[j] = lo
-                links_K = links[K]
                 for m in range(N):
                     Z[m, K] = reach_state[m] == 1
-                    links_K[m] = new_links[m]
+                    links[K, m] = new_links[m]
                 owners[K] = i
                 K += 1
         else:
@@ -1090,16 +1077,14 @@ def sweep_ownership(
                         k = j
                         break
             mkk = Minv[k, k]
-            G_k = G[k]
             gnorm = 0.0
             for d in range(D):
-                gnorm += G_k[d] * G_k[d]
+                gnorm += G[k, d] * G[k, d]
             delta = 0.5 * D * math.log(1.0 / mkk) - gnorm / (2.0 * sigma_x * sigma_x * mkk)
             delta -= column_offset
             log_ratio = log_ratio_alone
-            links_k = links[k]
             for j in range(N):
-                if (j != i) & (links_k[j] == i):
+                if (j != i) & (links[k, j] == i):
                     log_ratio = log_ratio_linked
                     break
             log_accept = delta + math.log(lam) - math.log(mu[i]) + log_ratio
@@ -1107,30 +1092,22 @@ def sweep_ownership(
                 _remove_column_stats(Minv, G, k, K, col, Minv, G)
                 # The last dish moves into k's place (no-op copies when k is the last).
                 last = K - 1
-                Minv_k = Minv[k]
-                Minv_last = Minv[last]
                 for a in range(K):
-                    Minv_k[a] = Minv_last[a]
-                    Minv_a = Minv[a]
-                    Minv_a[k] = Minv_a[last]
-                Minv_k[k] = Minv_last[last]
+                    Minv[k, a] = Minv[last, a]
+                    Minv[a, k] = Minv[a, last]
+                Minv[k, k] = Minv[last, last]
                 for a in range(K):
-                    Minv_last[a] = 0.0
-                    Minv[a][last] = 0.0
-                G_last = G[last]
-                cross_k = cross[k]
-                cross_last = cross[last]
+                    Minv[last, a] = 0.0
+                    Minv[a, last] = 0.0
                 for d in range(D):
-                    G_k[d] = G_last[d]
-                    cross_k[d] = cross_last[d]
-                    G_last[d] = 0.0
-                    cross_last[d] = 0.0
-                links_last = links[last]
+                    G[k, d] = G[last, d]
+                    cross[k, d] = cross[last, d]
+                    G[last, d] = 0.0
+                    cross[last, d] = 0.0
                 for m in range(N):
-                    z_m = Z[m]
-                    z_m[k] = z_m[last]
-                    links_k[m] = links_last[m]
-                    z_m[last] = 0
+                    Z[m, k] = Z[m, last]
+                    links[k, m] = links[last, m]
+                    Z[m, last] = 0
                 owners[k] = owners[last]
                 K = last
     return K, N
