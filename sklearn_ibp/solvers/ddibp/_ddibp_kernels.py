@@ -500,7 +500,13 @@ def _sweep_links_gibbs(
     zX, u, u_alt = vec_d[0], vec_d[1], vec_d[2]
     head, nxt, prv, stamp = idx[0], idx[1], idx[2], idx[3]
     upstream, members, where = idx[4], idx[5], idx[6]
-    mark = 0
+    # Typed constants for the counters and flags: a variable first set from a literal
+    # (0, 1, True) is typed as that literal and retyped int64 or bool only when numba's
+    # type inference meets the loop's back edge, one more pass over the whole kernel per
+    # level of loop nesting (issue 22; the same numbers either way).
+    zero, one, no_target = np.int64(0), np.int64(1), np.int64(-1)
+    yes, no = np.bool_(True), np.bool_(False)
+    mark = zero
     # The full model and the model without the dish's column trade places after each
     # dish (no copy between them): after dish k the full model is in (R, Gk) when k is
     # even, so in (Minv, G) at the end when K is even (the caller copies it back when not).
@@ -516,7 +522,7 @@ def _sweep_links_gibbs(
             b[j] = 0.0
         for d in range(D):
             zX[d] = cross[k, d]
-        n_members = 0
+        n_members = zero
         for m in range(N):
             head[m] = -1
             reach[m] = 0.0
@@ -541,7 +547,7 @@ def _sweep_links_gibbs(
         count = float(n_members)
         # The current column's R b, u = z^T X - G^T b, b^T R b and score, computed before
         # the first update that needs them and again after the rows switch.
-        stale = True
+        stale = yes
         bRb = 0.0
         score = 0.0
         # reach[i] = sum of a_ij over the dish's rows (zeroed above), kept up to date as
@@ -558,13 +564,26 @@ def _sweep_links_gibbs(
                 # The owner's own link, from its prior row: the first draw of the
                 # rejection loop below, whatever its target (the owner's link changes no
                 # row of Z and is in no child list).
-                by_rejection = True
-                new_on = 0
+                by_rejection = yes
+                new_on = zero
+                # Unused by the owner, but set on this path too: otherwise their values
+                # would flow from the previous customer over the loop's back edge, and
+                # numba's type inference would need twice the passes over the kernel
+                # (issue 22).
+                on = zero
+                n_up = zero
+                n_delta = zero
+                sign = 0.0
+                count_alt = 0.0
+                p_reach = 0.0
+                p_not = 0.0
+                exact_not = no
+                prox = cum_row
             else:
                 if stale:
                     # R is symmetric, so R b is summed over the rows of R where b is nonzero
                     # (their indices go to nz; entry k of b is ignored).
-                    n_nz = 0
+                    n_nz = zero
                     for a in range(K):
                         Rb[a] = 0.0
                         if (a != k) & (b[a] != 0.0):
@@ -589,15 +608,15 @@ def _sweep_links_gibbs(
                     for d in range(D):
                         unorm += u[d] * u[d]
                     score = -0.5 * D * math.log(s) + unorm / (2.0 * sigma_x * sigma_x * s)
-                    stale = False
+                    stale = no
                 # Customers whose path runs through i, with i's link cut (stamp == mark): a
                 # breadth-first walk over the customers linking to each one found; i's own
                 # link is never followed and the owner is in no child list.
                 mark += 1
                 stamp[i] = mark
                 upstream[0] = i
-                n_up = 1
-                q = 0
+                n_up = one
+                q = zero
                 while q < n_up:
                     c = head[upstream[q]]
                     q += 1
@@ -607,7 +626,7 @@ def _sweep_links_gibbs(
                             upstream[n_up] = c
                             n_up += 1
                         c = nxt[c]
-                on = Z[i, k]
+                on = 1 if where[i] >= 0 else 0  # Z[i, k]: where[m] >= 0 on the dish's rows
                 sign = 1.0 - 2.0 * on  # -1 when i has the dish, else 1
                 count_alt = count + sign * n_up
                 # After the cut, exactly the rows that had the dish and are not upstream of i
@@ -631,13 +650,13 @@ def _sweep_links_gibbs(
                 if exact_not:
                     p_not = 0.0
                     for j in range(N):
-                        if (Z[j, k] == 0) | (stamp[j] == mark):
+                        if (where[j] < 0) | (stamp[j] == mark):
                             p_not += prox[j]
                 # The column with z_k switched on the upstream rows: b changes by
                 # delta = sign * sum_m Z[m, -k] (nonzero on nz[:n_delta]) and z^T X by
                 # sign * sum_m X[m], so s_alt = count_alt + r - (b + delta)^T R (b + delta)
                 # and u_alt = u + sign * sum_m X[m] - G^T delta.
-                n_delta = 0
+                n_delta = zero
                 for d in range(D):
                     u_alt[d] = u[d]
                 for q in range(n_up):
@@ -687,11 +706,11 @@ def _sweep_links_gibbs(
                     by_rejection = p_reach >= 0.0625 * row_mass
                 else:
                     by_rejection = (not exact_not) & (p_not >= 0.0625 * row_mass)
-            chosen = -1
+            chosen = no_target
             if by_rejection:
                 for _ in range(64):
                     x = rng.random() * row_mass
-                    lo = 0
+                    lo = zero
                     hi = N - 1
                     while lo < hi:
                         mid = (lo + hi) // 2
@@ -699,7 +718,7 @@ def _sweep_links_gibbs(
                             hi = mid
                         else:
                             lo = mid + 1
-                    if is_owner | (((Z[lo, k] == 1) & (stamp[lo] != mark)) == (new_on == 1)):
+                    if is_owner | (((where[lo] >= 0) & (stamp[lo] != mark)) == (new_on == 1)):
                         chosen = lo
                         break
             if is_owner:
@@ -715,13 +734,13 @@ def _sweep_links_gibbs(
                     if not exact_not:
                         side_mass = 0.0
                         for j in range(N):
-                            if (Z[j, k] == 0) | (stamp[j] == mark):
+                            if (where[j] < 0) | (stamp[j] == mark):
                                 side_mass += prox[j]
                 target = rng.random() * side_mass
                 acc = 0.0
                 for t in range(n_candidates):
                     j = members[t] if new_on == 1 else t
-                    if ((Z[j, k] == 1) & (stamp[j] != mark)) == (new_on == 1):
+                    if ((where[j] >= 0) & (stamp[j] != mark)) == (new_on == 1):
                         acc += prox[j]
                         chosen = j
                         if acc > target:
@@ -767,7 +786,7 @@ def _sweep_links_gibbs(
                         where[last] = pos
                         where[m] = -1
                 # Recomputed rather than updated, so no rounding builds up within a dish.
-                stale = True
+                stale = yes
             # b takes delta when the rows switched; delta back to zero.
             for t in range(n_delta):
                 a = nz[t]
@@ -902,10 +921,13 @@ def sweep_ownership(
     column_offset = D * (math.log(sigma_x) - math.log(sigma_a))
     b, col = vec_cap[0], vec_cap[1]
     new_links, path = idx[0], idx[1]
+    # A typed zero for the counters: one set from the literal 0 would be retyped int64 on
+    # a second pass of numba's type inference over the kernel (issue 22).
+    zero = np.int64(0)
     for i in range(start, N):
         if K >= cap:
             return K, i
-        lam = 0
+        lam = zero
         for k in range(K):
             if owners[k] == i:
                 lam += 1
@@ -931,7 +953,7 @@ def sweep_ownership(
                 for j in range(N):
                     cum_row = cum_proximity[j]
                     x = rng.random() * cum_row[N - 1]
-                    lo = 0
+                    lo = zero
                     hi = N - 1
                     while lo < hi:
                         mid = (lo + hi) // 2
@@ -946,7 +968,7 @@ def sweep_ownership(
                 for first in range(N):
                     if reach_state[first] != 0:
                         continue
-                    length = 0
+                    length = zero
                     j = first
                     while reach_state[j] == 0:
                         reach_state[j] = 3
@@ -1006,7 +1028,7 @@ def sweep_ownership(
                         total = cum_row[N - 1]
                         before = cum_row[i - 1] if i > 0 else 0.0
                         mass = cum_row[i] - before
-                        tries = 0
+                        tries = zero
                         while True:
                             if j == i or tries < _MAX_LINK_REJECTIONS:
                                 x = rng.random() * total
@@ -1014,7 +1036,7 @@ def sweep_ownership(
                                 x = rng.random() * (total - mass)
                                 if x >= before:
                                     x += mass
-                            lo = 0
+                            lo = zero
                             hi = N - 1
                             while lo < hi:
                                 mid = (lo + hi) // 2
