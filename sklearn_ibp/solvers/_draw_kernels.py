@@ -161,8 +161,16 @@ def truncated_poisson(rate, k_max, rng):
         k = rng.poisson(rate)
         if k <= k_max:
             return k
-    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max; the largest is p_k_max
-    # when rate > k_max, the case that gets here.
+    return truncated_poisson_by_inversion(rate, k_max, rng)
+
+
+@njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
+def truncated_poisson_by_inversion(rate, k_max, rng):
+    """A ``Poisson(rate)`` draw conditioned on being at most ``k_max``, by inversion of the
+    truncated distribution's CDF with one ``random()``: the exact fallback of
+    :func:`truncated_poisson` and of the hierarchy's own truncated Poisson draw."""
+    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max, relative to p_k_max
+    # (the largest when rate > k_max, the case that needs inversion).
     log_rate = math.log(rate)
     top = k_max * log_rate - math.lgamma(k_max + 1.0)
     total = 0.0

@@ -48,6 +48,7 @@ from .._draw_kernels import (
     TRUE,
     draw_from_log_weights,
     random_order,
+    truncated_poisson_by_inversion,
 )
 from .._feature_proposal_kernels import (
     feature_proposal,
@@ -133,18 +134,7 @@ def _truncated_poisson(rate, k_max, rng):
                         break
             if k <= k_max:
                 return k
-    # log p_k = k log(rate) - log k! + const, for k = 0 .. k_max, relative to p_k_max.
-    log_rate = math.log(rate)
-    top = k_max * log_rate - math.lgamma(k_max + 1.0)
-    total = 0.0
-    for k in range(k_max + 1):
-        total += math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
-    u = rng.random() * total
-    for k in range(k_max + 1):
-        u -= math.exp(k * log_rate - math.lgamma(k + 1.0) - top)
-        if u <= 0.0:
-            return k
-    return k_max
+    return truncated_poisson_by_inversion(rate, k_max, rng)
 
 
 @njit(cache=True, no_cpython_wrapper=True, no_cfunc_wrapper=True)
