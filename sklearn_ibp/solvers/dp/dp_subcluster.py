@@ -149,6 +149,17 @@ so the chain is the same, bit for bit, for any number of threads. Everything els
 weights, parameters, sticks, pairs and acceptances) is drawn from the chain's
 ``numpy.random.Generator`` in the driver.
 
+Where the rows live (issue 24): every operation of the row step and of the split and
+merge proposals on the rows or the labels goes through a row backend
+(:mod:`~sklearn_ibp.solvers.dp._dp_subcluster_rows`): the state's arrays in this process,
+or :class:`~sklearn_ibp.distributed.dask_rows.DaskRows`, the rows and labels on the workers
+of a Dask cluster (``DPMixture.fit`` of a ``dask.array``). The merge anchors' draw by
+centrality, and the probability of a split's anchors in its reverse, are defined block by
+block over the blocks of ``block_size`` global rows (module docstring of the backends), so
+the chain on the workers is the chain in memory, bit for bit, for the same key stream and
+block size (with ``N <= block_size`` the block-wise expressions are the whole-array ones
+of before). The reallocation and three-cluster moves (opt-in) run in memory only.
+
 Bases: the conjugate Normal-Wishart base (``base="conjugate"``). The conditionally
 conjugate base and the factor analysers have no closed-form marginal likelihood, which the
 split and merge ratios need (and the moves above integrate the cluster parameters out),
