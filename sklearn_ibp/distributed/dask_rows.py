@@ -48,6 +48,18 @@ Operations
   (``-1`` keeps theirs), and single rows (the anchors) take given labels.
   :meth:`DaskRows.relabel` applies a small lookup table to every label (dropping empty
   clusters).
+* :meth:`MemberRows.stages` -- the members split by the stages of the staged allocation
+  (``member_stages`` of their global rows, on the workers): one :class:`MemberRows` per
+  stage, whose :meth:`MemberRows.run` is the driver's pass of that stage;
+  :meth:`MemberRows.finish` collects the sides a ``SAMPLE`` allocation drew into
+  :attr:`MemberRows.last` of all the members.
+* :meth:`DaskRows.anchor_norms` and :meth:`DaskRows.anchor_pick` -- the anchors' centrality
+  by blocks of global rows (:mod:`sklearn_ibp.solvers.dp._dp_subcluster_rows`): each chunk
+  its blocks' tops and masses, the root their combination and the pick's block, the chunk
+  of that block the row.
+* :meth:`DaskRows.moments` -- the rows' number, column means and covariance, finiteness
+  and largest absolute value (one task per chunk): the checks and the base's start of
+  ``DPMixture.fit`` on a ``dask.array``.
 * :meth:`DaskRows.labels` (a ``dask.array`` of the final labels, no data moved),
   :meth:`DaskRows.gather_labels` (to here; for small ``N``), :meth:`DaskRows.rows` and
   :meth:`DaskRows.labels_at` (a few rows or labels, e.g. the anchors), and
