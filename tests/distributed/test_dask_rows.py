@@ -251,7 +251,7 @@ def _run_chain(X, rows, n_iter, seed=0):
 
     base = NormalWishartBase()
     base.initialize(X)
-    solver = _TinyBlocks(n_proposals=4)
+    solver = _TinyBlocks(n_proposals=3)
     rng = np.random.default_rng(seed)
     start = 0 if rows is not X else np.zeros(X.shape[0], dtype=np.int64)
     state = solver.initialize(rows, start, 1.0, base, rng)
@@ -275,13 +275,13 @@ def test_a_chain_on_the_store_is_the_in_memory_chain(client):
     centres = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
     X = centres[rng.integers(0, 3, n)] + rng.normal(size=(n, 2))
     before = X.copy()
-    expected, labels = _run_chain(X, X, 4)
+    expected, labels = _run_chain(X, X, 3)
     moves = expected[-1][5]
     assert moves["splits_accepted"] >= 2  # the chain moved
     store = DaskRows(da.from_array(X, chunks=(50, 2)), client, block_size=32, chunk_blocks=2,
                      shift=X.mean(axis=0))
     assert store.n_chunks == 4
-    got, got_labels = _run_chain(X, store, 4)
+    got, got_labels = _run_chain(X, store, 3)
     for a, b in zip(expected, got, strict=True):
         assert a[0] == b[0] and a[1] == b[1] and a[5] == b[5]
         for x, y in zip(a[2:5], b[2:5], strict=True):
