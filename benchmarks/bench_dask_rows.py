@@ -6,6 +6,14 @@ Run from the repository root::
     python benchmarks/bench_dask_rows.py --quick            # N = 2e6, 2 workers (< 2 min)
     python benchmarks/bench_dask_rows.py --n 10000000       # N = 1e7
     python benchmarks/bench_dask_rows.py --n 100000000      # N = 1e8 (about 2 GB of X)
+    python benchmarks/bench_dask_rows.py --fit --n 10000000 --n-iter 4   # DPMixture.fit
+
+``--fit`` fits ``DPMixture(solver=SubclusterDP(), point_estimate="best_sample")`` to the
+``dask.array`` X on the cluster (the estimator's dask path: X checked and its moments taken
+on the workers, every pass of the sampler on the row store) and prints the seconds of the
+set-up (X onto the workers, its checks and moments) and of each iteration (sweep and
+hyperparameter updates), the clusters found, each worker's peak and current resident set
+and the root's peak.
 
 X is a 2-D mixture of 8 Gaussians (centres on a circle of radius 6, standard deviation 1)
 made on the workers by ``da.random.RandomState(seed)`` (a seeded generator per chunk); the
@@ -95,6 +103,10 @@ def main(argv=None):
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--compare", action="store_true")
+    parser.add_argument("--fit", action="store_true",
+                        help="time DPMixture.fit on the dask.array instead of the passes")
+    parser.add_argument("--n-iter", type=int, default=4)
+    parser.add_argument("--n-proposals", type=int, default=4)
     args = parser.parse_args(argv)
     if args.quick:
         args.n, args.chunk_blocks, args.steps = 2e6, 8, 2
@@ -107,6 +119,9 @@ def main(argv=None):
                                            processes=True, dashboard_address=None)
         client = distributed.Client(cluster)
     try:
+        if args.fit:
+            fit(client, n, args)
+            return
         block = DaskRows.__init__.__kwdefaults__["block_size"]
         print(f"N = {n:.3g}, D = 2, {args.workers} workers x 1 thread, chunks of "
               f"{args.chunk_blocks} x {block} rows; load {os.getloadavg()[0]:.2f}")
@@ -174,6 +189,57 @@ def main(argv=None):
             warnings.simplefilter("ignore")
             client.close()
             cluster.close()
+
+
+class _Timed:
+    """A mixin recording the end of each sweep and hyperparameter update (perf_counter)."""
+
+    def update_state(self, state, *args, **kwargs):
+        super().update_state(state, *args, **kwargs)
+        _Timed.ends.append(time.perf_counter())
+
+
+def fit(client, n, args):
+    """DPMixture.fit on the dask.array X (module docstring, ``--fit``)."""
+    from sklearn_ibp import DPMixture
+    from sklearn_ibp.solvers.dp.dp_subcluster import SubclusterDP
+
+    class TimedSubcluster(_Timed, SubclusterDP):
+        pass
+
+    block = SubclusterDP.block_size
+    print(f"DPMixture.fit: N = {n:.3g}, D = 2, {args.workers} workers x 1 thread, chunks "
+          f"of {args.chunk_blocks} x {block} rows, n_iter = {args.n_iter}, n_proposals = "
+          f"{args.n_proposals}; load {os.getloadavg()[0]:.2f}")
+    X = make_x(n, args.chunk_blocks * block, args.seed)
+    model = DPMixture(solver=TimedSubcluster(n_proposals=args.n_proposals),
+                      base="conjugate", point_estimate="best_sample", n_iter=args.n_iter,
+                      burn_in=args.n_iter - 1, random_state=args.seed)
+    _Timed.ends = []
+    cpu0 = client.run(_worker_cpu)
+    t0, root0 = time.perf_counter(), time.process_time()
+    model.fit(X)
+    total, root_cpu = time.perf_counter() - t0, time.process_time() - root0
+    cpu1 = client.run(_worker_cpu)
+    ends = np.array(_Timed.ends)
+    # the set-up ends where the first iteration starts: its length is not known here, so
+    # the set-up is the fit's time less the iterations' after the first, less the median
+    steps = np.diff(ends)
+    first = float(np.median(steps)) if steps.size else float("nan")
+    print(f"fit: {total:.1f} s wall; worker CPU "
+          f"{sorted(round(cpu1[w] - cpu0[w], 1) for w in cpu0)} s; root CPU (the driver "
+          f"and the scheduler) {root_cpu:.1f} s")
+    print(f"iterations 2..{args.n_iter}: " + ", ".join(f"{s:.1f}" for s in steps)
+          + f" s wall (median {first:.1f} s)")
+    print(f"set-up and first iteration: {ends[0] - t0:.1f} s wall")
+    print(f"clusters per iteration: {model.traces_['n_clusters'][0].astype(int).tolist()}; "
+          f"sizes {np.sort(model.weights_ * (n + model.alpha_)).round().astype(int)[::-1]}")
+    memory = client.run(_worker_memory)
+    print("worker memory: " + "; ".join(
+        f"peak {peak / 2**30:.2f} GiB, now {now / 2**30:.2f} GiB"
+        for peak, now in memory.values()))
+    root = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"root peak resident set: {root / 2**30:.2f} GiB")
 
 
 def compare(store, X, comps, rng, seed):

@@ -48,6 +48,18 @@ Operations
   (``-1`` keeps theirs), and single rows (the anchors) take given labels.
   :meth:`DaskRows.relabel` applies a small lookup table to every label (dropping empty
   clusters).
+* :meth:`MemberRows.stages` -- the members split by the stages of the staged allocation
+  (``member_stages`` of their global rows, on the workers): one :class:`MemberRows` per
+  stage, whose :meth:`MemberRows.run` is the driver's pass of that stage;
+  :meth:`MemberRows.finish` collects the sides a ``SAMPLE`` allocation drew into
+  :attr:`MemberRows.last` of all the members.
+* :meth:`DaskRows.anchor_norms` and :meth:`DaskRows.anchor_pick` -- the anchors' centrality
+  by blocks of global rows (:mod:`sklearn_ibp.solvers.dp._dp_subcluster_rows`): each chunk
+  its blocks' tops and masses, the root their combination and the pick's block, the chunk
+  of that block the row.
+* :meth:`DaskRows.moments` -- the rows' number, column means and covariance, finiteness
+  and largest absolute value (one task per chunk): the checks and the base's start of
+  ``DPMixture.fit`` on a ``dask.array``.
 * :meth:`DaskRows.labels` (a ``dask.array`` of the final labels, no data moved),
   :meth:`DaskRows.gather_labels` (to here; for small ``N``), :meth:`DaskRows.rows` and
   :meth:`DaskRows.labels_at` (a few rows or labels, e.g. the anchors), and
@@ -84,7 +96,17 @@ from ..solvers.dp._dp_subcluster_kernels import (
     SCORE_FORCED,
     STATS_ONLY,
     assign_blocks,
+    centrality,
     lowest_log_slices,
+    member_stages,
+)
+from ..solvers.dp._dp_subcluster_rows import (
+    anchor_parts,
+    choose_segment,
+    combine_norms,
+    n_stages_of,
+    pick_in_segment,
+    segment_masses,
 )
 
 __all__ = ["DaskRows", "MemberRows"]
@@ -250,6 +272,66 @@ def _count_members(members):
     return int(members[0].shape[0])
 
 
+def _chunk_moments(x):
+    """The chunk's rows, column means and covariance (NumPy's, as ``X.mean(axis=0)`` and
+    ``np.cov`` of an array in memory), whether every entry is finite, and the largest
+    absolute value."""
+    x = np.asarray(x)
+    n = x.shape[0]
+    finite = bool(np.isfinite(x).all())
+    if not finite or n == 0:
+        return n, None, None, finite, 0.0
+    mean = x.mean(axis=0)
+    cov = np.atleast_2d(np.cov(x, rowvar=False)) if n >= 2 else None
+    return n, mean, cov, finite, float(np.max(np.abs(x)))
+
+
+def _chunk_stages(members, start, key, m, n_stages):
+    """The chunk's members split by stage (:func:`member_stages` of their global rows among
+    ``m`` members): per stage ``(rows, current, position among the chunk's members)``, and
+    the stages' sizes."""
+    rows = np.asarray(members[0], dtype=np.int64)
+    stage = np.empty(rows.shape[0], dtype=np.int64)
+    member_stages(np.uint64(key), _own(rows + int(start), np.int64), np.int64(m),
+                  np.int64(n_stages), stage)
+    positions = np.arange(rows.shape[0], dtype=np.int64)
+    parts = tuple((rows[stage == t], np.asarray(members[1])[stage == t],
+                   positions[stage == t]) for t in range(int(n_stages)))
+    return parts, np.bincount(stage, minlength=int(n_stages)).astype(np.int64)
+
+
+def _stage_part(split, t):
+    return split[0][t]
+
+
+def _collect_sides(n, *pairs):
+    """A chunk's members' sides from its stages' (members, sides) pairs."""
+    sides = np.zeros(int(n), dtype=np.int64)
+    for members, last in pairs:
+        sides[members[2]] = np.asarray(last, dtype=np.int64)
+    return sides
+
+
+def _chunk_anchor(x, members, sides, start, block_size, means, chols, n_sides, lead):
+    rows = _own(members[0], np.int64)
+    sides = _own(members[1] if sides is None else sides, np.int64)
+    return anchor_parts(_own(x, np.float64), rows, sides, rows + int(start), int(block_size),
+                        means, chols, int(n_sides), lead)
+
+
+def _chunk_masses(w, members, start, block_size, norm, t):
+    rows = np.asarray(members[0], dtype=np.int64)
+    return segment_masses(w, np.asarray(members[1]), rows + int(start), int(block_size),
+                          norm, int(t))
+
+
+def _chunk_pick(w, members, start, block_size, norm, t, segment, u):
+    rows = np.asarray(members[0], dtype=np.int64)
+    p, value = pick_in_segment(w, np.asarray(members[1]), rows + int(start),
+                               int(block_size), norm, int(t), int(segment), u)
+    return int(rows[p]) + int(start), value
+
+
 # ---------------------------------------------------------------------- the root
 def _combine(block_stats):
     """The per-block statistics ``[(counts, sums, scatters, log_q), ...]`` (each with a
@@ -333,10 +415,51 @@ class DaskRows:
         self._X = client.compute(
             list(X.map_blocks(_to_chunk, dtype=np.float64).to_delayed()[:, 0]))
         distributed.wait(self._X)
+        self._moments = None
         if shift is None:  # from the chunks on the workers (X is not computed again)
-            shift = self.as_dask_array().mean(axis=0).compute()
+            shift = self.moments()[1]
+            if shift is None:
+                raise ValueError("X must be finite (no NaN or inf) for its column means.")
         self.shift = np.array(shift, dtype=np.float64).reshape(self.n_features)
         self._labels = None
+
+    def copy(self):
+        """A store on the same chunks and label futures (a checkpoint of a chain: no
+        operation changes a future, each makes new ones)."""
+        new = object.__new__(type(self))
+        new.__dict__.update(self.__dict__)
+        new._labels = None if self._labels is None else list(self._labels)
+        return new
+
+    def moments(self):
+        """``(n_samples, column means, covariance, all finite, largest absolute value)``
+        of ``X``, from one task per chunk (NumPy's mean and covariance within a chunk; the
+        chunks' combined by Chan, Golub and LeVeque's pairwise update, so a store of one
+        chunk gives the bits of ``X.mean(axis=0)`` and ``np.cov(X, rowvar=False)``). The
+        means and covariance are None when an entry is not finite."""
+        if getattr(self, "_moments", None) is not None:
+            return self._moments
+        parts = self._gather([self._submit(_chunk_moments, x) for x in self._X])
+        finite = all(p[3] for p in parts)
+        top = max(p[4] for p in parts)
+        n = sum(p[0] for p in parts)
+        if not finite:
+            return n, None, None, False, top
+        parts = [p for p in parts if p[0]]
+        if len(parts) == 1:
+            _, mean, cov, _, _ = parts[0]
+        else:
+            mean = sum(p[0] * p[1] for p in parts) / n
+            D = mean.shape[0]
+            scatter = np.zeros((D, D))
+            for n_c, mean_c, cov_c, _, _ in parts:
+                if cov_c is not None:
+                    scatter += (n_c - 1) * cov_c
+                d = mean_c - mean
+                scatter += n_c * np.outer(d, d)
+            cov = scatter / (n - 1) if n >= 2 else None
+        self._moments = (n, mean, cov, True, top)
+        return self._moments
 
     # -- labels ---------------------------------------------------------------------
     @property
@@ -477,6 +600,54 @@ class DaskRows:
         """The labels here, as one array (for small ``n_samples``)."""
         return np.concatenate(self._gather(self._labels)).astype(np.int64)
 
+    def assign(self, members, mapping, sides):
+        """:meth:`MemberRows.assign` (the driver's interface of the row backends)."""
+        members.assign(mapping, sides)
+
+    def anchor_norms(self, members, means, chols, sides, lead=None):
+        """The log normaliser of each side of the anchors' centrality over the members
+        with sides ``"current"`` or ``"last"`` (after the ``lead`` rows ``(X, sides)``),
+        block by block (:mod:`sklearn_ibp.solvers.dp._dp_subcluster_rows`); returns
+        ``(w of the lead rows, norms)``. The members' centralities stay on the workers for
+        :meth:`anchor_pick`."""
+        means = np.ascontiguousarray(means, dtype=np.float64)
+        chols = np.ascontiguousarray(chols, dtype=np.float64)
+        lead_w = lead_arg = None
+        if lead is not None:
+            lead_X = np.ascontiguousarray(lead[0], dtype=np.float64)
+            lead_sides = np.asarray(lead[1], dtype=np.int64)
+            lead_w = np.empty(lead_X.shape[0])
+            centrality(lead_X, np.arange(lead_X.shape[0], dtype=np.int64), lead_sides,
+                       means, chols, lead_w)
+            lead_arg = (lead_w, lead_sides)
+        if sides == "last":
+            if members.last is None:
+                raise ValueError("sides='last' needs a run before.")
+            sources = list(members.last)
+        else:
+            sources = [None] * self.n_chunks
+        results = [self._submit(_chunk_anchor, x, m, s, int(start), self.block_size, means,
+                                chols, means.shape[0], lead_arg if start == 0 else None)
+                   for x, m, s, start in zip(self._X, members._members, sources,
+                                             self.starts, strict=True)]
+        members._w = [self._submit(operator.getitem, r, 0) for r in results]
+        parts = self._gather([self._submit(operator.getitem, r, 1) for r in results])
+        return lead_w, combine_norms(parts)
+
+    def anchor_pick(self, members, norms, t, r):
+        """A member of side ``t`` (current sides) drawn by centrality with the uniform
+        ``r`` (after :meth:`anchor_norms`): ``(global row, w)``."""
+        norm = float(norms[t])
+        parts = self._gather([
+            self._submit(_chunk_masses, w, m, int(start), self.block_size, norm, int(t))
+            for w, m, start in zip(members._w, members._members, self.starts, strict=True)])
+        segment, u = choose_segment(parts, r)
+        c = int(np.searchsorted(self.starts, segment * self.block_size, side="right") - 1)
+        row, value = self._gather(self._submit(
+            _chunk_pick, members._w[c], members._members[c], int(self.starts[c]),
+            self.block_size, norm, int(t), segment, u))
+        return int(row), float(value)
+
     def select(self, label_set, exclude=()):
         """:class:`MemberRows` of the rows whose label is in ``label_set`` (``current`` =
         the position of the label in it, the first if repeated), except the global rows
@@ -515,6 +686,7 @@ class MemberRows:
         self.n_members = int(sizes.sum())
         self.last = None
         self.lead_out = None
+        self._w = None
 
     def current(self):
         """The members' sides from their labels at selection, here (for small sets)."""
@@ -700,6 +872,43 @@ class MemberRows:
         self.last = last
         self._last_C = C
         return out
+
+    # -- the staged allocation (the driver's interface of a proposal's members) ---------
+    def stages(self, stage_key):
+        """The members split by stage (:func:`stage_order` of all ``n_members``): a
+        :class:`MemberRows` per stage that has members, in stage order."""
+        st = self.store
+        m = self.n_members
+        n_stages = n_stages_of(m)
+        split = [st._submit(_chunk_stages, mem, int(s), int(stage_key), m, n_stages)
+                 for mem, s in zip(self._members, st.starts, strict=True)]
+        sizes = np.array(st._gather([st._submit(operator.getitem, f, 1) for f in split]),
+                         dtype=np.int64).reshape(len(split), n_stages)
+        children = []
+        for t in range(n_stages):
+            if sizes[:, t].sum() == 0:
+                continue
+            futures = [st._submit(_stage_part, f, t) for f in split]
+            children.append(MemberRows(st, futures, sizes[:, t].copy(), self._n_sides))
+        return children
+
+    def run_stage(self, stage, comps, key, mode, k, shift):
+        """One stage's pass (:meth:`run` of the stage's members; ``shift`` is the
+        store's)."""
+        forced = "current" if mode in (SCORE_FORCED, STATS_ONLY) else None
+        return stage.run(comps, key, mode, k, forced=forced)
+
+    def finish(self, stages, mode):
+        """After a ``SAMPLE`` allocation: :attr:`last` = every member's side, from its
+        stage's run."""
+        if mode != SAMPLE:
+            return
+        st = self.store
+        self.last = [
+            st._submit(_collect_sides, int(n),
+                       *[(s._members[c], s.last[c]) for s in stages])
+            for c, n in enumerate(self.sizes)]
+        self._last_C = max((s._last_C for s in stages), default=0)
 
     def assign(self, mapping, sides="last"):
         """Apply an accepted move: each member whose side (``'last'``: of the last

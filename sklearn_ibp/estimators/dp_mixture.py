@@ -7,6 +7,7 @@ import sys
 from numbers import Integral, Real
 
 import numpy as np
+from joblib import effective_n_jobs
 from scipy.special import logsumexp
 from sklearn.base import (
     ClassNamePrefixFeaturesOutMixin,
@@ -246,16 +247,35 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
         Parameters
         ----------
-        X : array-like of shape (n_samples, n_features)
+        X : array-like or dask.array of shape (n_samples, n_features)
             Finite data (no NaN or inf), largest absolute value between 1e-100 and 1e100
             (the fit of ``c * X`` is the fit of ``X`` rescaled; outside that range the
             squares over- or underflow and the fit is refused).
+
+            A ``dask.array`` is fitted without loading it into this process (data
+            larger than memory, see the user guide): with ``solver="subcluster"`` only
+            (the conjugate base), ``point_estimate="best_sample"`` and ``init`` "auto"
+            or "single", on the current ``distributed`` client
+            (``distributed.get_client()``; a ValueError if there is none). The rows and
+            their labels stay on the client's workers, in chunks of whole blocks of
+            ``SubclusterDP.block_size`` rows; ``X`` is checked there (finite, its
+            largest absolute value) and the base is initialised from its moments. Then
+            ``labels_`` (and each kept sample's ``labels``) is a ``dask.array`` on the
+            workers, each sample keeps its clusters' ``statistics`` (counts, sums,
+            scatters, shift), from which ``predict``, ``predict_proba``,
+            ``score_samples`` and ``score`` compute, and the ``N x N`` quantities
+            (``coassignment_``, :meth:`leave_one_out_log_density`) are refused, as is
+            ``warm_start``. Several chains run one after the other (``n_jobs`` must then
+            be 1). The chain is the in-memory chain, bit for bit, when ``X``'s moments
+            are (one chunk).
         y : Ignored
 
         Returns
         -------
         self : DPMixture
         """
+        if _is_dask_array(X):
+            return self._fit_dask(X)
         continuing = self.warm_start and hasattr(self, "_chains")
         X = validate_data(self, X, dtype=np.float64, ensure_min_samples=2,
                           reset=not continuing, order="C")
@@ -285,6 +305,124 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self.means_ = np.asarray(self._point["params"]["means"], dtype=float).copy()
         self.covariances_ = self._covariances(self._point)
         return self
+
+    def _fit_dask(self, X):
+        """:meth:`fit` of a ``dask.array`` (see its ``X``): the sub-cluster sampler on a
+        :class:`~sklearn_ibp.distributed.dask_rows.DaskRows` store of ``X``."""
+        from ..solvers.dp.dp_subcluster import SubclusterDP
+
+        solver = self.solver
+        if not (solver == "subcluster" or isinstance(solver, SubclusterDP)):
+            raise ValueError(
+                f"solver={solver!r} cannot fit a dask.array: only solver='subcluster' (or a "
+                "SubclusterDP object) fits a dask.array; pass solver='subcluster' and "
+                "base='conjugate'.")
+        if self.point_estimate != "best_sample":
+            raise ValueError(
+                f"point_estimate={self.point_estimate!r} needs the n_samples x n_samples "
+                "co-assignments of the kept samples; a fit on a dask.array takes "
+                "point_estimate='best_sample'.")
+        if self.init not in ("auto", "single"):
+            raise ValueError(
+                f"init={self.init!r} cannot start a fit on a dask.array; use init='single' "
+                "(or 'auto').")
+        if self.warm_start:
+            raise ValueError("warm_start=True is not supported for a dask.array X.")
+        if self.n_chains > 1 and effective_n_jobs(self.n_jobs) > 1:
+            raise ValueError(
+                f"n_jobs={self.n_jobs!r}: the chains of a fit on a dask.array run one after "
+                "the other on the cluster; set n_jobs=1 (or None).")
+        try:
+            import distributed
+        except ImportError as exc:  # pragma: no cover - dask installed without distributed
+            raise ImportError("fitting a dask.array needs dask's 'distributed'.") from exc
+        try:
+            client = distributed.get_client()
+        except ValueError as exc:
+            raise ValueError(
+                "fitting a dask.array needs a distributed client: start one first, e.g. "
+                "distributed.Client(distributed.LocalCluster()); the fit runs on the "
+                "current client (distributed.get_client()).") from exc
+        if X.ndim != 2:
+            raise ValueError(
+                f"X must be a 2-D dask array of shape (n_samples, n_features); got "
+                f"{X.ndim} dimension(s).")
+        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+            raise TypeError(f"X must hold numbers; got a dask array of dtype {X.dtype}.")
+        if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
+            raise ValueError(
+                "X must have known chunk sizes (call X.compute_chunk_sizes()).")
+        N, D = int(X.shape[0]), int(X.shape[1])
+        if N < 2:
+            raise ValueError(f"X must have at least 2 samples; got {N}.")
+        if D < 1:
+            raise ValueError("X must have at least one feature.")
+        self._check_n_features_cost((N, D))
+        base = self._make_base(D)
+        solver = self._resolve_solver(base)
+        from ..distributed.dask_rows import DaskRows
+
+        block_size = int(solver.block_size)
+        store = DaskRows(X, client, block_size=block_size, shift=np.zeros(D),
+                         chunk_blocks=max(1, -(-int(X.chunks[0][0]) // block_size)),
+                         n_threads=1 if solver.n_threads == -1 else int(solver.n_threads))
+        n, mean, cov, finite, top = store.moments()
+        if not finite:
+            raise ValueError("Input X contains NaN or infinity (checked on the workers); "
+                             "DPMixture needs finite data.")
+        check_data_scale(np.array([top]), estimator="DPMixture")
+        store.shift = np.array(mean, dtype=np.float64)
+        self.n_features_in_ = D
+        if hasattr(self, "feature_names_in_"):
+            del self.feature_names_in_
+        self._base_template = base
+        self._train_moments = (n, mean, cov)
+        self._X_train = None
+        self._run_chains(store, None, {"alpha": float(self.alpha)}, solver, lambda rng: 0)
+        self._chains = []  # the stores hold the client; labels_ keeps its futures
+        self._solver = solver
+        self._point = self._best_sample()
+        self.labels_ = self._point["labels"]
+        stats = self._point["statistics"]
+        counts = stats["counts"]
+        self.n_components_ = int(counts.shape[0])
+        self.alpha_ = float(self._point["alpha"])
+        self.weights_ = counts / (n + self.alpha_)
+        self.means_ = np.asarray(self._point["params"]["means"], dtype=float).copy()
+        self.covariances_ = self._covariances(self._point)
+        return self
+
+    def _n_train(self):
+        return self._train_moments[0] if self._X_train is None else self._X_train.shape[0]
+
+    def _sample_counts(self, sample):
+        if "statistics" in sample:
+            return sample["statistics"]["counts"]
+        return np.bincount(sample["labels"])
+
+    def _sample_statistics(self, sample):
+        """The clusters' ``(counts, sums, scatters, shift)`` of a kept sample: those the
+        sample kept (a fit on a dask.array), or from the training rows (about their
+        mean)."""
+        if "statistics" in sample:
+            st = sample["statistics"]
+            return st["counts"], st["sums"], st["scatters"], st["shift"]
+        X = self._X_train
+        labels = sample["labels"]
+        K = int(labels.max()) + 1
+        shift = X.mean(axis=0)
+        centred = X - shift
+        counts = np.bincount(labels, minlength=K)
+        sums = np.stack([centred[labels == k].sum(axis=0) for k in range(K)])
+        scatters = np.stack([centred[labels == k].T @ centred[labels == k]
+                             for k in range(K)])
+        return counts, sums, scatters, shift
+
+    def _refuse_without_rows(self, what):
+        if self._X_train is None:
+            raise ValueError(
+                f"{what} needs the training rows, which a fit on a dask.array does not "
+                "keep (an n_samples x n_samples quantity).")
 
     def _check_n_features_cost(self, shape):
         """Refuse a fit whose per-cluster ``D x D`` matrices exceed the memory limit, and
@@ -364,7 +502,11 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     # -- hooks of the sampling loop -------------------------------------------------------
     def _initialize_chain(self, solver, X, hyper, init, rng):
         base = copy.deepcopy(self._base_template)
-        base.initialize(X, rng)
+        if getattr(self, "_X_train", 0) is None:  # a fit on a dask.array: X is its store
+            base.initialize_from_moments(*self._train_moments)
+            X = X.copy()  # each chain its own labels on the same chunks
+        else:
+            base.initialize(X, rng)
         state = solver.initialize(X, init(rng), hyper["alpha"], base, rng)
         state.base = base
         return state
@@ -380,14 +522,28 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     # -- predictions ----------------------------------------------------------------------
     def _sample_base(self, sample):
         base = copy.deepcopy(self._base_template)
-        base.initialize(self._X_train, np.random.default_rng(0))
+        if self._X_train is None:
+            base.initialize_from_moments(*self._train_moments)
+        else:
+            base.initialize(self._X_train, np.random.default_rng(0))
         base.set_hyperparameters(sample["hyperparameters"])
         return base
 
-    def _cluster_log_densities(self, X, sample, base):
+    def _cluster_log_densities(self, X, sample, base, from_statistics=None):
         """``log p(x | cluster k)`` for each row and cluster of a kept sample (n, K): the
-        posterior predictive given the cluster's rows for a conjugate base, the
-        component density at the sample's parameters otherwise."""
+        posterior predictive given the cluster's rows for a conjugate base (from the
+        clusters' statistics after a fit on a dask.array, or with
+        ``from_statistics=True``), the component density at the sample's parameters
+        otherwise."""
+        if from_statistics is None:
+            from_statistics = self._X_train is None
+        if getattr(base, "conjugate", False) and from_statistics:
+            counts, sums, scatters, shift = self._sample_statistics(sample)
+            return np.column_stack([
+                base.log_predictive_from_sums(X, counts[k], sums[k], scatters[k], shift)
+                for k in range(counts.shape[0])])
+        if not getattr(base, "conjugate", False):
+            return base.log_likelihood(X, sample["params"])
         labels = sample["labels"]
         K = int(labels.max()) + 1
         if getattr(base, "conjugate", False):
@@ -426,13 +582,25 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
             # what validate_data says of a NumPy array after a fit on a DataFrame
             validate_data(self, np.zeros((1, self.n_features_in_)), reset=False)
         X = X.rechunk({1: -1})
-        model = dask.delayed(self, pure=True, traverse=False)
+        model = dask.delayed(self._predictor(), pure=True, traverse=False)
         if method == "predict_proba":
             return da.map_blocks(_chunk_call, X, model, method, dtype=np.float64,
                                  chunks=(X.chunks[0], (self.n_components_,)))
         dtype = np.intp if method == "predict" else np.float64
         return da.map_blocks(_chunk_call, X, model, method, dtype=dtype,
                              chunks=(X.chunks[0],), drop_axis=1)
+
+    def _predictor(self):
+        """This model, or after a fit on a dask.array a copy without what lives on the
+        workers (the samples' labels), to be sent to the workers."""
+        if getattr(self, "_X_train", 0) is not None:
+            return self
+        light = copy.copy(self)
+        light.__dict__.pop("labels_", None)
+        light.samples_ = [{k: v for k, v in s.items() if k != "labels"}
+                          for s in self.samples_]
+        light._point = {k: v for k, v in self._point.items() if k != "labels"}
+        return light
 
     def _log_resp(self, X):
         best = self._point
@@ -511,11 +679,11 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
     def _score_samples(self, X):
         """:meth:`score_samples` of validated rows."""
-        N = self._X_train.shape[0]
+        N = self._n_train()
         per_sample = []
         for sample in self.samples_:
             base = self._sample_base(sample)
-            counts = np.bincount(sample["labels"])
+            counts = self._sample_counts(sample)
             log_w = np.log(np.append(counts, sample["alpha"]) / (N + sample["alpha"]))
             log_dens = np.column_stack(
                 [self._cluster_log_densities(X, sample, base), base.log_prior_predictive(X)]
@@ -551,6 +719,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         log_density : ndarray of shape (n_samples,)
         """
         check_is_fitted(self)
+        self._refuse_without_rows("leave_one_out_log_density")
         X = self._X_train
         N = X.shape[0]
         rows = np.arange(N)
@@ -590,6 +759,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         check_is_fitted(self)
         cached = getattr(self, "_coassignment", None)
         if cached is None:
+            self._refuse_without_rows("coassignment_")
             N = self._X_train.shape[0]
             cached = np.zeros((N, N))
             for sample in self.samples_:

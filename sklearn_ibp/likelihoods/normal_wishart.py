@@ -168,12 +168,19 @@ class NormalWishartBase(BaseMixtureComponents):
         if X.ndim != 2 or X.shape[1] < 1:
             raise ValueError(f"X must be a 2-d array with at least one column, got {X.shape}.")
         D = X.shape[1]
+        mean = X.mean(axis=0) if X.shape[0] else np.zeros(D)
+        cov = np.atleast_2d(np.cov(X, rowvar=False)) if X.shape[0] >= 2 else None
+        self.initialize_from_moments(X.shape[0], mean, cov)
+
+    def initialize_from_moments(self, n, mean, cov) -> None:
+        """:meth:`initialize` from the data's number of rows, column means and covariance
+        (``np.cov(X, rowvar=False)``; None for fewer than two rows) instead of the rows:
+        for data that is not in this process (a ``dask.array``)."""
+        mean = np.asarray(mean, dtype=float).reshape(-1)
+        D = mean.shape[0]
         self.n_features = D
-        self.data_mean_ = X.mean(axis=0) if X.shape[0] else np.zeros(D)
-        if X.shape[0] >= 2:
-            cov = np.atleast_2d(np.cov(X, rowvar=False))
-        else:
-            cov = np.eye(D)
+        self.data_mean_ = mean
+        cov = np.eye(D) if n < 2 or cov is None else np.atleast_2d(cov)
         self.data_covariance_ = self._regularised(cov)
         self._data_chol = np.linalg.cholesky(self.data_covariance_)
         # log|Sigma_x^-1|: the floor of the precisions' log-determinants below is relative
@@ -449,6 +456,13 @@ class NormalWishartBase(BaseMixtureComponents):
         """
         X_new = self._check_rows(X_new)
         n, mean, W_star = self.posterior_statistics(X_k)
+        return self._student_t(X_new, n, mean, _cholesky(W_star, "W*"))
+
+    def log_predictive_from_sums(self, X_new, n, total, scatter, shift) -> np.ndarray:
+        """:meth:`log_predictive` from a component's sums (as
+        :meth:`posterior_statistics_from_sums`) instead of its rows."""
+        X_new = self._check_rows(X_new)
+        n, mean, W_star = self.posterior_statistics_from_sums(int(n), total, scatter, shift)
         return self._student_t(X_new, n, mean, _cholesky(W_star, "W*"))
 
     def _student_t(self, X_new, n, mean, L):

@@ -238,3 +238,113 @@ def test_a_killed_worker_costs_time_not_bits(client, data):
     for a, b in zip(undisturbed, survived, strict=True):
         _assert_same(a, b)
     np.testing.assert_array_equal(labels_after, labels)
+
+
+class _TinyBlocks(SubclusterDP):
+    block_size = 32
+
+
+def _run_chain(X, rows, n_iter, seed=0):
+    """``n_iter`` sweeps (and hyperparameter updates) of the sub-cluster sampler from one
+    cluster, on ``rows`` (a DaskRows store, or X itself)."""
+    from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
+
+    base = NormalWishartBase()
+    base.initialize(X)
+    solver = _TinyBlocks(n_proposals=3)
+    rng = np.random.default_rng(seed)
+    start = 0 if rows is not X else np.zeros(X.shape[0], dtype=np.int64)
+    state = solver.initialize(rows, start, 1.0, base, rng)
+    record = []
+    for _ in range(n_iter):
+        solver.sweep(state, base, rng)
+        solver.update_state(state, base, rng)
+        st = state.stats
+        record.append((state.n_clusters, state.alpha, st["counts"].copy(), st["sums"].copy(),
+                       st["scatters"].copy(), dict(st["subcluster"])))
+    labels = state.labels if rows is X else rows.gather_labels()
+    return record, labels
+
+
+def test_a_chain_on_the_store_is_the_in_memory_chain(client):
+    """The sub-cluster driver on the row store (four chunks of two blocks, so that stages
+    and anchors' segments straddle chunks) is the in-memory chain, bit for bit: the row
+    steps, splits and merges, the block-wise anchors and the accepted moves."""
+    rng = np.random.default_rng(5)
+    n = 240
+    centres = np.array([[0.0, 0.0], [6.0, 0.0], [0.0, 6.0]])
+    X = centres[rng.integers(0, 3, n)] + rng.normal(size=(n, 2))
+    before = X.copy()
+    expected, labels = _run_chain(X, X, 3)
+    moves = expected[-1][5]
+    assert moves["splits_accepted"] >= 2  # the chain moved
+    store = DaskRows(da.from_array(X, chunks=(50, 2)), client, block_size=32, chunk_blocks=2,
+                     shift=X.mean(axis=0))
+    assert store.n_chunks == 4
+    got, got_labels = _run_chain(X, store, 3)
+    for a, b in zip(expected, got, strict=True):
+        assert a[0] == b[0] and a[1] == b[1] and a[5] == b[5]
+        for x, y in zip(a[2:5], b[2:5], strict=True):
+            np.testing.assert_array_equal(y, x)
+    np.testing.assert_array_equal(got_labels, labels)
+    np.testing.assert_array_equal(X, before)
+
+
+def test_member_stages_are_stage_order():
+    from sklearn_ibp.solvers.dp._dp_subcluster_kernels import member_stages, stage_order
+    from sklearn_ibp.solvers.dp._dp_subcluster_rows import n_stages_of
+
+    members = np.sort(np.random.default_rng(1).choice(10**6, 3000, replace=False))
+    m = members.shape[0]
+    order = np.empty(m, dtype=np.int64)
+    bounds = np.empty(n_stages_of(m) + 1, dtype=np.int64)
+    n_stages = stage_order(np.uint64(42), members, order, bounds)
+    stage = np.empty(m, dtype=np.int64)
+    member_stages(np.uint64(42), members, np.int64(m), np.int64(n_stages), stage)
+    for t in range(n_stages):
+        np.testing.assert_array_equal(np.flatnonzero(stage == t),
+                                      order[bounds[t]:bounds[t + 1]])
+
+
+def test_block_wise_anchor_norms_and_picks():
+    """One segment gives the whole-array expressions of before, to the bit; several give
+    the log normaliser to rounding and picks that follow the weights."""
+    from scipy.special import logsumexp
+
+    from sklearn_ibp.solvers.dp._dp_subcluster_rows import (
+        anchor_parts,
+        choose_segment,
+        combine_norms,
+        pick_in_segment,
+        segment_masses,
+    )
+
+    rng = np.random.default_rng(2)
+    X = rng.normal(size=(500, 2))
+    rows = np.sort(rng.choice(500, 300, replace=False)).astype(np.int64)
+    sides = rng.integers(0, 2, 300)
+    means, chols = np.array([[0.0, 0.0], [1.0, 1.0]]), np.stack([np.eye(2)] * 2)
+    for block_size, exact in ((10**6, True), (64, False)):
+        w, parts = anchor_parts(X, rows, sides, rows, block_size, means, chols, 2)
+        norms = combine_norms([parts])
+        for t in range(2):
+            values = w[sides == t]
+            top = values.max()
+            whole = top + np.log(float(np.sum(np.exp(values - top))))
+            if exact:
+                assert norms[t] == whole
+            else:
+                assert parts[0].shape[0] == 8
+                np.testing.assert_allclose(norms[t], logsumexp(values), rtol=1e-13)
+            # the pick at u in the middle of the row k's mass is row k, for every k
+            at = np.flatnonzero(sides == t)
+            mass = np.exp(values - norms[t])
+            edges = np.concatenate([[0.0], np.cumsum(mass)])
+            total = sum(segment_masses(w, sides, rows, block_size, norms[t], t)[1])
+            for k in range(0, at.size, 7):
+                r = 0.5 * (edges[k] + edges[k + 1]) / total
+                segment, u = choose_segment([segment_masses(w, sides, rows, block_size,
+                                                            norms[t], t)], r)
+                p, value = pick_in_segment(w, sides, rows, block_size, norms[t], t, segment,
+                                           u)
+                assert p == at[k] and value == w[at[k]]

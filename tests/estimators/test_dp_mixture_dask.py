@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from sklearn_ibp import DPMixture
+from sklearn_ibp.solvers.dp.dp_subcluster import SubclusterDP
 
 da = pytest.importorskip("dask.array")
 
@@ -90,3 +91,138 @@ def test_score_of_a_dask_array_is_the_mean_of_its_rows_densities(fitted):
     X = _blobs(120, 3)
     got = fitted.score(da.from_array(X, chunks=50))
     np.testing.assert_allclose(got, fitted.score(X), rtol=1e-12)
+
+
+# -- fit on a dask.array (issue 24) --------------------------------------------------------
+def test_fit_on_a_dask_array_needs_a_client():
+    pytest.importorskip("distributed")
+    model = DPMixture(solver="subcluster", base="conjugate", point_estimate="best_sample")
+    with pytest.raises(ValueError, match="distributed client"):
+        model.fit(da.from_array(_blobs(50, 0), chunks=25))
+    assert not hasattr(model, "labels_")
+
+
+class SubclusterSmallBlocks(SubclusterDP):
+    """The sub-cluster solver with blocks of 32 rows (several blocks in a small fit)."""
+
+    block_size = 32
+
+
+@pytest.fixture(scope="module")
+def client():
+    distributed = pytest.importorskip("distributed")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1,
+                                           processes=False, dashboard_address=None)
+        client = distributed.Client(cluster)
+    yield client
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        client.close()
+        cluster.close()
+
+
+def _fit_kwargs():
+    return dict(solver=SubclusterSmallBlocks(n_proposals=3), base="conjugate",
+                point_estimate="best_sample", n_iter=6, burn_in=2, random_state=0)
+
+
+@pytest.fixture(scope="module")
+def pair(client):
+    """An in-memory fit and the fit of the same rows as a dask.array (one chunk: the same
+    moments, so the same chain)."""
+    X = _blobs(300, 4)
+    before = X.copy()
+    in_memory = DPMixture(**_fit_kwargs()).fit(X)
+    on_dask = DPMixture(**_fit_kwargs()).fit(da.from_array(X, chunks=(300, 2)))
+    np.testing.assert_array_equal(X, before)
+    return X, in_memory, on_dask
+
+
+def test_dask_fit_is_the_in_memory_fit_bit_for_bit(pair):
+    X, in_memory, on_dask = pair
+    assert isinstance(on_dask.labels_, da.Array)
+    np.testing.assert_array_equal(on_dask.labels_.compute(), in_memory.labels_)
+    for name, trace in in_memory.traces_.items():
+        np.testing.assert_array_equal(on_dask.traces_[name], trace)
+    assert in_memory.traces_["n_clusters"][0, -1] >= 3  # the chain split the one cluster
+    state = in_memory._chains[0]["state"].stats
+    last = on_dask.samples_[-1]["statistics"]
+    for name in ("counts", "sums", "scatters"):
+        np.testing.assert_array_equal(last[name], state[name])
+    assert on_dask.n_components_ == in_memory.n_components_
+    np.testing.assert_array_equal(on_dask.weights_, in_memory.weights_)
+    assert on_dask.n_features_in_ == 2
+
+
+def test_dask_fit_predicts_from_statistics(pair):
+    """predict and score_samples of the dask fit (from the clusters' statistics) agree with
+    the in-memory fit's (from its rows) to rounding, on NumPy and dask input."""
+    X, in_memory, on_dask = pair
+    X_new = _blobs(120, 5)
+    np.testing.assert_array_equal(on_dask.predict(X_new), in_memory.predict(X_new))
+    np.testing.assert_allclose(on_dask.score_samples(X_new), in_memory.score_samples(X_new),
+                               rtol=1e-12)
+    lazy = on_dask.predict(da.from_array(X_new, chunks=50))
+    assert isinstance(lazy, da.Array)
+    np.testing.assert_array_equal(lazy.compute(), in_memory.predict(X_new))
+    np.testing.assert_allclose(on_dask.score(da.from_array(X_new, chunks=50)),
+                               in_memory.score(X_new), rtol=1e-12)
+    # the statistics route of an in-memory fit is its rows route, to rounding
+    base = in_memory._sample_base(in_memory._point)
+    np.testing.assert_allclose(
+        in_memory._cluster_log_densities(X_new, in_memory._point, base,
+                                         from_statistics=True),
+        in_memory._cluster_log_densities(X_new, in_memory._point, base), rtol=1e-12)
+
+
+def test_dask_fit_refuses_what_needs_the_rows(pair):
+    _, _, on_dask = pair
+    with pytest.raises(ValueError, match="coassignment_ needs the training rows"):
+        _ = on_dask.coassignment_
+    with pytest.raises(ValueError, match="leave_one_out_log_density needs"):
+        on_dask.leave_one_out_log_density()
+
+
+@pytest.mark.parametrize("params, match", [
+    ({"solver": "split_merge"}, "only solver='subcluster'"),
+    ({"solver": "auto"}, "only solver='subcluster'"),
+    ({"point_estimate": "vi"}, "point_estimate='vi'"),
+    ({"point_estimate": "binder"}, "point_estimate='binder'"),
+    ({"init": "kmeans"}, "init='kmeans'"),
+    ({"warm_start": True}, "warm_start"),
+    ({"n_chains": 2, "n_jobs": 2}, "n_jobs=2"),
+    ({"base": "conditionally_conjugate"}, "cannot serve"),
+])
+def test_dask_fit_refuses_other_options(client, params, match):
+    kwargs = {**_fit_kwargs(), **params}
+    with pytest.raises(ValueError, match=match):
+        DPMixture(**kwargs).fit(da.from_array(_blobs(60, 0), chunks=30))
+
+
+def test_dask_fit_checks_the_data_on_the_workers(client):
+    bad = _blobs(60, 0)
+    bad[41, 1] = np.inf
+    with pytest.raises(ValueError, match="NaN or infinity"):
+        DPMixture(**_fit_kwargs()).fit(da.from_array(bad, chunks=30))
+    with pytest.raises(ValueError, match="largest absolute value"):
+        DPMixture(**_fit_kwargs()).fit(da.from_array(_blobs(60, 0) * 1e120, chunks=30))
+    with pytest.raises(ValueError, match="2-D"):
+        DPMixture(**_fit_kwargs()).fit(da.zeros(10, chunks=5))
+    with pytest.raises(TypeError, match="numbers"):
+        DPMixture(**_fit_kwargs()).fit(da.from_array(np.array([["a", "b"]] * 4), chunks=2))
+
+
+def test_dask_fit_of_several_chunks_and_chains(client):
+    """Several chunks (moments combined across them) and two chains, one after the other;
+    each kept sample's labels are on the workers and its counts are theirs."""
+    X = _blobs(200, 6)
+    model = DPMixture(**{**_fit_kwargs(), "n_chains": 2, "n_iter": 4}).fit(
+        da.from_array(X, chunks=100))
+    assert len(model.samples_) == 4
+    for sample in model.samples_:
+        labels = sample["labels"].compute()
+        np.testing.assert_array_equal(np.bincount(labels), sample["statistics"]["counts"])
+    assert model.predict(X).shape == (200,)
+    assert np.isfinite(model.score(X))

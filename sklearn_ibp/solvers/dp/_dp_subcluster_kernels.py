@@ -235,3 +235,15 @@ def stage_order(key, members, order, bounds):
         order[fill[t]] = p
         fill[t] += 1
     return n_stages
+
+
+@njit(cache=True)
+def member_stages(key, rows, m, n_stages, out):
+    """``out[p]`` = the stage of the global row ``rows[p]`` among ``m`` members, as
+    :func:`stage_order` computes it (the Dask row store computes the stages of a chunk's
+    members, which are a part of the ``m``, with it)."""
+    for p in range(rows.shape[0]):
+        t = int(math.floor(math.log2(1.0 + row_uniform(key, rows[p]) * m)))
+        if t > n_stages - 1:  # rounding at the top end
+            t = n_stages - 1
+        out[p] = t

@@ -149,6 +149,17 @@ so the chain is the same, bit for bit, for any number of threads. Everything els
 weights, parameters, sticks, pairs and acceptances) is drawn from the chain's
 ``numpy.random.Generator`` in the driver.
 
+Where the rows live (issue 24): every operation of the row step and of the split and
+merge proposals on the rows or the labels goes through a row backend
+(:mod:`~sklearn_ibp.solvers.dp._dp_subcluster_rows`): the state's arrays in this process,
+or :class:`~sklearn_ibp.distributed.dask_rows.DaskRows`, the rows and labels on the workers
+of a Dask cluster (``DPMixture.fit`` of a ``dask.array``). The merge anchors' draw by
+centrality, and the probability of a split's anchors in its reverse, are defined block by
+block over the blocks of ``block_size`` global rows (module docstring of the backends), so
+the chain on the workers is the chain in memory, bit for bit, for the same key stream and
+block size (with ``N <= block_size`` the block-wise expressions are the whole-array ones
+of before). The reallocation and three-cluster moves (opt-in) run in memory only.
+
 Bases: the conjugate Normal-Wishart base (``base="conjugate"``). The conditionally
 conjugate base and the factor analysers have no closed-form marginal likelihood, which the
 split and merge ratios need (and the moves above integrate the cluster parameters out),
@@ -157,6 +168,7 @@ so the estimator refuses them for this solver.
 
 from __future__ import annotations
 
+import copy
 import math
 from numbers import Integral
 
@@ -170,14 +182,10 @@ from ._dp_base import BaseDPSolver, MixtureState
 from ._dp_subcluster_kernels import (
     SAMPLE,
     SCORE_FORCED,
-    STATS_ONLY,
     assign_blocks,
     centrality,
-    lowest_log_slices,
-    nth_row,
-    pair_members,
-    stage_order,
 )
+from ._dp_subcluster_rows import ArrayMembers, MemoryRows
 
 __all__ = ["SubclusterDP"]
 
@@ -192,6 +200,11 @@ _EMPTY_FLOAT = np.zeros(0)
 _GREEDY = 0.5
 #: Empty components a slice step may represent at most (alpha ~ 1 needs about 20).
 _MAX_EXTRA_ATOMS = 10000
+
+
+def _is_row_store(X):
+    """Whether ``X`` is a row store (the Dask rows), not an array."""
+    return hasattr(X, "lowest_log_slice") and hasattr(X, "anchor_norms")
 
 
 class _NormalWishartModel:
@@ -344,6 +357,8 @@ class SubclusterDP(BaseDPSolver):
         """A chain state from the partition ``labels``: the labels compacted and every
         cluster's sufficient statistics."""
         self._component_model(base)
+        if _is_row_store(X):
+            return self._initialize_store(X, labels, alpha)
         X = np.array(X, dtype=np.float64, order="C", copy=True)
         N, D = X.shape
         labels = np.asarray(labels, dtype=np.int64)
@@ -367,12 +382,49 @@ class SubclusterDP(BaseDPSolver):
                                      "three_splits_accepted": 0, "proposals": 0}
         return state
 
+    def _initialize_store(self, store, labels, alpha):
+        """A chain state on a Dask row store (:class:`~sklearn_ibp.distributed.dask_rows.
+        DaskRows`): its labels are set to ``labels`` (an int puts every row in that
+        cluster; an array is for small ``N``); ``X`` and the labels stay on the workers
+        (``state.X`` is the store's rows as a ``dask.array``, ``state.labels`` None)."""
+        if int(store.block_size) != int(self.block_size):
+            raise ValueError(
+                f"the row store's block_size ({store.block_size}) must be the solver's "
+                f"({self.block_size}).")
+        if self.reallocation_rate or self.three_cluster_rate:
+            raise ValueError(
+                "reallocation_rate and three_cluster_rate must be 0 for rows on a Dask "
+                "cluster (those moves are not routed through the row store).")
+        if isinstance(labels, Integral):
+            K = int(labels) + 1
+            store.set_labels(int(labels))
+        else:
+            labels = np.asarray(labels, dtype=np.int64)
+            _, labels = np.unique(labels, return_inverse=True)
+            labels = labels.reshape(-1).astype(np.int64)
+            K = int(labels.max()) + 1
+            store.set_labels(labels)
+        state = MixtureState(X=store.as_dask_array(), labels=None, n_clusters=K,
+                             alpha=float(alpha))
+        state.stats["shift"] = store.shift
+        state.stats["store"] = store
+        self._recompute(state, K)
+        if not (state.stats["counts"] > 0).all():
+            self._drop_empty(state)
+        state.stats["subcluster"] = {"splits_proposed": 0,
+                                     "splits_accepted": 0, "merges_accepted": 0,
+                                     "reallocations_accepted": 0,
+                                     "three_merges_accepted": 0,
+                                     "three_splits_accepted": 0, "proposals": 0}
+        return state
+
+    def _rows(self, state):
+        """The chain's row backend: the Dask row store, or the state's arrays."""
+        store = state.stats.get("store")
+        return MemoryRows(self, state) if store is None else store
+
     def _recompute(self, state, K):
-        D = state.X.shape[1]
-        comps = (np.zeros((1, D)), np.zeros((1, D, D)), np.zeros(1))
-        counts, sums, scatters, _ = self._pass(
-            state.X, state.stats["shift"], _EMPTY_INT, state.X.shape[0], comps, 0,
-            state.labels, STATS_ONLY, state.stats["buffer"], K)
+        counts, sums, scatters, _ = self._rows(state).statistics(K)
         state.stats["counts"], state.stats["sums"] = counts, sums
         state.stats["scatters"] = scatters
 
@@ -416,10 +468,8 @@ class SubclusterDP(BaseDPSolver):
         log_pi = np.log(gammas[:K]) - log_total
         log_rest = math.log(gammas[K]) - log_total if gammas[K] > 0 else -np.inf
         slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-        lows = np.empty(self._blocks(state.X.shape[0]))
-        lowest_log_slices(state.labels, np.int64(0), log_pi, np.uint64(slice_key),
-                          np.int64(self.block_size), lows)
-        lowest = float(lows.min())
+        rows_of = self._rows(state)
+        lowest = rows_of.lowest_log_slice(log_pi, slice_key)
         # break the rest of the stick (G's unoccupied atoms, GEM(alpha)) until it is
         # below every slice: no unrepresented atom can then be above a slice
         extra = []
@@ -440,11 +490,8 @@ class SubclusterDP(BaseDPSolver):
         comps = self._draw_components(model, sizes, sums, scatters, st["shift"],
                                       np.zeros(C), rng)
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-        buffer = st["buffer"]
-        new_counts, new_sums, new_scatters, _ = self._pass(
-            state.X, st["shift"], _EMPTY_INT, state.X.shape[0], comps, key, _EMPTY_INT,
-            SAMPLE, buffer, C, slice_args=(state.labels, all_log_pi, slice_key))
-        st["buffer"], state.labels = state.labels, buffer
+        new_counts, new_sums, new_scatters, _ = rows_of.row_step(comps, key, all_log_pi,
+                                                                 slice_key)
         keep = new_counts > 0
         st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
         state.n_clusters = C
@@ -487,7 +534,20 @@ class SubclusterDP(BaseDPSolver):
         """Log centrality of each row in ``rows`` within its cluster (``side`` 0 or 1, the
         two clusters' statistics given), and the log normaliser of each cluster: the
         anchors of a merge are drawn with these probabilities (module docstring)."""
-        D = X.shape[1]
+        means, chols = self._anchor_components(model, counts, sums, scatters, shift)
+        out = np.empty(rows.shape[0])
+        centrality(X, rows, side, means, chols, out)
+        norms = np.empty(counts.shape[0])
+        for t in range(counts.shape[0]):
+            w = out[side == t]
+            top = w.max()
+            norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
+        return out, norms
+
+    @staticmethod
+    def _anchor_components(model, counts, sums, scatters, shift):
+        """The means and precision factors of the clusters' centrality (the anchors')."""
+        D = sums.shape[1]
         k = counts.shape[0]
         means = np.empty((k, D))
         chols = np.empty((k, D, D))
@@ -499,21 +559,14 @@ class SubclusterDP(BaseDPSolver):
             P, ok = cholesky_lower(np.ascontiguousarray(
                 np.linalg.inv(W_star) * (model.base.dof_ + n)))
             chols[t] = P
-        out = np.empty(rows.shape[0])
-        centrality(X, rows, side, means, chols, out)
-        norms = np.empty(k)
-        for t in range(k):
-            w = out[side == t]
-            top = w.max()
-            norms[t] = top + math.log(float(np.sum(np.exp(w - top))))
-        return out, norms
+        return means, chols
 
     def _propose(self, state, model, rng):
         """One proposal: a split, merge, reallocation or three-cluster move (module
         docstring, step 3)."""
         st = state.stats
-        X, labels = state.X, state.labels
-        N, D = X.shape
+        rows_of = self._rows(state)
+        N = rows_of.n_samples
         if N < 2:
             return
         st["subcluster"]["proposals"] += 1
@@ -532,19 +585,15 @@ class SubclusterDP(BaseDPSolver):
         first = rng.random()
         live = np.flatnonzero(counts > 0)
         n_live = live.shape[0]
-        ci = int(labels[int(first * N)]) if split else int(live[int(first * n_live)])
-        scratch = st["buffer"]  # free between row steps
-        if "side" not in st:
-            st["side"] = np.empty(N, dtype=np.int64)
+        ci = (int(rows_of.labels_at([int(first * N)])[0]) if split
+              else int(live[int(first * n_live)]))
         if split:
             if counts[ci] < 2:
                 return
             i = int(first * N)
-            j = int(nth_row(labels, ci, int(rng.random() * (counts[ci] - 1)), i))
+            j = int(rows_of.nth_row(ci, int(rng.random() * (counts[ci] - 1)), i))
             cj = ci
-            m = int(pair_members(labels, ci, cj, i, j, scratch, st["side"]))
-            members = scratch[:m].copy()
-            current = st["side"][:m].copy()
+            members = rows_of.select((ci, cj), (i, j))
         else:
             if n_live < 2:
                 return
@@ -555,36 +604,27 @@ class SubclusterDP(BaseDPSolver):
             cj = min(cj, p.shape[0] - 1)
             while not np.isfinite(log_p[cj]):  # rounding at the top end
                 cj -= 1
-            n_all = int(pair_members(labels, ci, cj, -1, -1, scratch, st["side"]))
-            rows, sides = scratch[:n_all].copy(), st["side"][:n_all].copy()
+            union = rows_of.select((ci, cj))
             pair = np.array([ci, cj])
-            log_w, norms = self._anchor_log_weights(
-                model, X, rows, sides, counts[pair], sums[pair], scatters[pair], shift)
-            picks = []
-            for t in range(2):
-                at = np.flatnonzero(sides == t)
-                w = np.exp(log_w[at] - norms[t])
-                q = min(int(np.searchsorted(np.cumsum(w), rng.random() * w.sum(),
-                                            side="right")), at.size - 1)
-                picks.append(int(at[q]))
-            i, j = int(rows[picks[0]]), int(rows[picks[1]])
+            means, chols = self._anchor_components(model, counts[pair], sums[pair],
+                                                   scatters[pair], shift)
+            _, norms = rows_of.anchor_norms(union, means, chols, "current")
+            picked = [rows_of.anchor_pick(union, norms, t, rng.random()) for t in range(2)]
+            del union
+            (i, w_i), (j, w_j) = picked
             # P_merge(i, j) = P(A) P(B | A) P(i | A) P(j | B), A uniform over clusters
             log_pick = (-math.log(n_live) + float(log_p[cj])
-                        + log_w[picks[0]] - norms[0] + log_w[picks[1]] - norms[1])
-            keep = np.ones(n_all, dtype=bool)
-            keep[picks] = False
-            members, current = rows[keep], sides[keep]
-            m = members.shape[0]
+                        + w_i - norms[0] + w_j - norms[1])
+            members = rows_of.select((ci, cj), (i, j))
+        anchor_X = rows_of.rows([i, j])
         # -- the staged sequential allocation of the union (module docstring, step 3)
         stage_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-        side = np.empty(m, dtype=np.int64)
         log_alpha = math.log(state.alpha)
         if split:
             st["subcluster"]["splits_proposed"] += 1
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, [i, j], members,
-                                                     stage_key, key, _EMPTY_INT, SAMPLE,
-                                                     side)
+            n_ab, s_ab, q_ab, log_q = self._allocate_staged(model, shift, anchor_X, members,
+                                                            stage_key, key, SAMPLE)
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
@@ -605,25 +645,24 @@ class SubclusterDP(BaseDPSolver):
             new = state.n_clusters
             reverse = self._partner_log_probs(self._merge_scores(
                 model, new_counts, new_sums, new_scatters, shift, new))[ci]
-            union_rows = np.concatenate([[i, j], members]).astype(np.int64)
-            sides = np.concatenate([[0, 1], side])
-            log_w, norms = self._anchor_log_weights(model, X, union_rows, sides, n_ab,
-                                                    s_ab, q_ab, shift)
+            means, chols = self._anchor_components(model, n_ab, s_ab, q_ab, shift)
+            lead_w, norms = rows_of.anchor_norms(
+                members, means, chols, "last", lead=(anchor_X, np.array([0, 1])))
             # P_merge(i, j | c') / P_split(i, j | c), P_split = 1 / (N (n_C - 1))
             log_ratio += (math.log(N) + math.log(counts[ci] - 1.0) - math.log(n_live + 1)
-                          + reverse + log_w[0] - norms[0] + log_w[1] - norms[1])
+                          + reverse + lead_w[0] - norms[0] + lead_w[1] - norms[1])
             if math.log(rng.random()) < log_ratio:
-                labels[i] = new
-                labels[members[side == 0]] = new
+                rows_of.set_rows([i], new)
+                rows_of.assign(members, [new, -1], "last")
                 st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
                 state.n_clusters += 1
                 st["subcluster"]["splits_accepted"] += 1
         elif reallocate:
-            self._reallocate(state, model, rng, ci, cj, i, j, members, current, stage_key,
-                             log_pick)
+            self._reallocate(state, model, rng, ci, cj, i, j, members.rows, members.current,
+                             stage_key, log_pick)
         else:
-            _, _, _, log_q = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
-                                            current, SCORE_FORCED, side)
+            _, _, _, log_q = self._allocate_staged(model, shift, anchor_X, members,
+                                                   stage_key, 0, SCORE_FORCED)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -637,8 +676,8 @@ class SubclusterDP(BaseDPSolver):
                 - math.log(N) - math.log(n_c - 1.0) - log_pick
             )
             if math.log(rng.random()) < log_ratio:
-                labels[j] = ci
-                labels[members[current == 1]] = ci
+                rows_of.set_rows([j], ci)
+                rows_of.assign(members, [-1, ci], "current")
                 counts[ci], sums[ci], scatters[ci] = n_c, s_c, q_c
                 counts[cj] = 0
                 sums[cj] = 0.0
@@ -874,40 +913,38 @@ class SubclusterDP(BaseDPSolver):
     # -- the staged sequential allocation ------------------------------------------------
     def _allocate(self, model, X, shift, anchors, members, stage_key, key, forced, mode,
                   side):
+        """:meth:`_allocate_staged` of rows in memory: the anchors ``X[anchors]``, the
+        members (global rows, row order) with the sides ``forced``; writes the sides taken
+        into ``side``."""
+        return self._allocate_staged(
+            model, shift, X[np.asarray(anchors, dtype=np.int64)],
+            ArrayMembers(self, X, members, forced, side), stage_key, key, mode)
+
+    def _allocate_staged(self, model, shift, anchor_X, members, stage_key, key, mode):
         """The staged sequential allocation of the union: anchors ``i`` (side 0) and ``j``
         (side 1), then the stages of ``members`` (:func:`stage_order`), each one pass in
         which every row of the stage takes a side with probability proportional to the
         side's count times its allocation density (:meth:`_allocation_components`), both
         from the anchors and the earlier stages. ``mode`` is ``SAMPLE`` (a split: the sides
-        drawn with the key ``key``) or ``SCORE_FORCED`` (a merge's reverse: the sides
-        ``forced``, the current labels). Writes the sides into ``side``; returns the two
-        sides' statistics and ``log q``, the log probability of the sides taken."""
-        m = members.shape[0]
-        k = len(anchors)
-        xs = [X[a] - shift for a in anchors]
+        drawn with the key ``key``) or ``SCORE_FORCED`` (a merge's reverse: the members'
+        current sides). ``members`` holds the sides taken (in memory or on the workers);
+        returns the sides' statistics and ``log q``, the log probability of the sides
+        taken."""
+        k = anchor_X.shape[0]
+        xs = [anchor_X[t] - shift for t in range(k)]
         counts = np.ones(k, dtype=np.int64)
         sums = np.stack(xs)
         scatters = np.stack([np.tril(np.outer(x, x)) for x in xs])
-        order = np.empty(m, dtype=np.int64)
-        bounds = np.empty(int(math.floor(math.log2(1.0 + m))) + 2, dtype=np.int64)
-        n_stages = stage_order(np.uint64(stage_key), members, order, bounds)
         log_q = 0.0
-        for t in range(n_stages):
-            lo, hi = int(bounds[t]), int(bounds[t + 1])
-            if hi == lo:
-                continue
-            pos = order[lo:hi]
-            rows = members[pos]
-            sub_forced = forced[pos] if mode == SCORE_FORCED else _EMPTY_INT
-            out = np.empty(hi - lo, dtype=np.int64)
+        stages = members.stages(stage_key)
+        for stage in stages:
             comps = self._allocation_components(model, counts, sums, scatters, shift)
-            c, s_, q_, lq = self._pass(X, shift, rows, hi - lo, comps, key, sub_forced,
-                                       mode, out, k)
-            side[pos] = out
+            c, s_, q_, lq = members.run_stage(stage, comps, key, mode, k, shift)
             counts = counts + c
             sums = sums + s_
             scatters = scatters + q_
             log_q += lq
+        members.finish(stages, mode)
         return counts, sums, scatters, log_q
 
     @staticmethod
@@ -936,7 +973,7 @@ class SubclusterDP(BaseDPSolver):
         counts = st["counts"]
         keep = counts > 0
         lookup = np.cumsum(keep) - 1
-        state.labels[:] = lookup[state.labels]
+        self._rows(state).relabel(lookup)
         st["counts"] = counts[keep].copy()
         st["sums"] = st["sums"][keep].copy()
         st["scatters"] = st["scatters"][keep].copy()
@@ -955,6 +992,45 @@ class SubclusterDP(BaseDPSolver):
                                      st["scatters"][k], st["shift"], rng)
             means[k], precisions[k] = mu, S
         return {"means": means, "precisions": precisions}
+
+    def snapshot(self, state, base, chain=0) -> dict:
+        """As :meth:`BaseDPSolver.snapshot`; on a Dask row store the labels are a
+        ``dask.array`` on the workers, the parameters are drawn from the clusters'
+        statistics, and the sample keeps those statistics (``"statistics"``: counts, sums,
+        scatters and shift), from which the estimator predicts."""
+        store = state.stats.get("store")
+        if store is None:
+            return super().snapshot(state, base, chain)
+        state.n_snapshots = getattr(state, "n_snapshots", 0) + 1
+        rng = np.random.default_rng([chain, state.n_snapshots])
+        params = self.cluster_parameters(state, base, rng)
+        st = state.stats
+        return {
+            "labels": store.labels(),
+            "alpha": float(state.alpha),
+            "params": params,
+            "hyperparameters": copy.deepcopy(base.hyperparameters()),
+            "statistics": {"counts": st["counts"].copy(), "sums": st["sums"].copy(),
+                           "scatters": st["scatters"].copy(),
+                           "shift": np.array(st["shift"], copy=True)},
+        }
+
+    def checkpoint(self, state):
+        """A copy of the state to roll back to; on a Dask row store the labels' futures
+        are shared (no operation changes a future, each makes new ones)."""
+        store = state.stats.get("store")
+        if store is None:
+            return super().checkpoint(state)
+        stats = {k: v for k, v in state.stats.items() if k != "store"}
+        copied = MixtureState(X=state.X, labels=None, n_clusters=state.n_clusters,
+                              alpha=state.alpha, params=copy.deepcopy(state.params),
+                              stats=copy.deepcopy(stats))
+        copied.stats["store"] = store.copy()
+        if hasattr(state, "base"):
+            copied.base = copy.deepcopy(state.base)
+        if hasattr(state, "n_snapshots"):
+            copied.n_snapshots = state.n_snapshots
+        return copied
 
     def log_joint(self, state, base) -> float:
         """``log p(c | alpha) + log p(X | c)`` from the clusters' statistics."""
