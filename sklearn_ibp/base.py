@@ -22,7 +22,7 @@ from joblib import Parallel, delayed, effective_n_jobs
 from sklearn.base import BaseEstimator, clone
 from sklearn.utils import check_random_state
 from sklearn.utils._param_validation import Interval
-from threadpoolctl import threadpool_limits
+from threadpoolctl import ThreadpoolController
 
 from ._deprecation import renamed_option
 from .exceptions import (
@@ -297,6 +297,24 @@ def _progress(total, verbose, desc):
     return tqdm(total=total, desc=desc, leave=True)
 
 
+@functools.cache
+def _blas_controller() -> ThreadpoolController:
+    """The thread pools of the BLAS libraries loaded in this process, found once."""
+    return ThreadpoolController()
+
+
+def single_blas_thread():
+    """Limit BLAS to one thread until the returned limiter is restored or its ``with``
+    block ends (``threadpoolctl.threadpool_limits(limits=1, user_api="blas")``).
+
+    The loaded libraries are looked up once per process, at the first fit (NumPy's and
+    SciPy's BLAS are loaded by then: the package imports both): ``threadpool_limits``
+    reads ``/proc/self/maps`` and matches every loaded library on each call, which cost
+    several milliseconds a fit, more than a small fit's sampling.
+    """
+    return _blas_controller().limit(limits=1, user_api="blas")
+
+
 def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names, start,
                             stop):
     """Run sweeps ``start`` to ``stop`` of one chain in a joblib worker; return the chain,
@@ -307,7 +325,7 @@ def _sample_chain_in_worker(estimator, solver, chain, c, missing, burn_in, names
     """
     traces = {name: np.full(estimator.n_iter, np.nan) for name in names}
     samples = []
-    with threadpool_limits(limits=1, user_api="blas"):
+    with single_blas_thread():
         estimator._sample_chain(solver, chain, c, missing, burn_in, traces, samples,
                                 start=start, stop=stop)
     return chain, solver, traces, samples
@@ -457,7 +475,7 @@ class BaseIBPSampler(BaseEstimator):
         guard = [None]
         # The loop's BLAS calls are on K x K and N x K matrices, far too small to gain from
         # threads; OpenBLAS threads on a busy machine slowed them tenfold (benchmarks/).
-        blas_limit = threadpool_limits(limits=1, user_api="blas")
+        blas_limit = single_blas_thread()
         try:
             if parallel:
                 self._sample_chains_in_parallel(

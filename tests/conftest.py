@@ -9,13 +9,19 @@ from sklearn_ibp.datasets import make_block_images
 
 @pytest.fixture(scope="session", autouse=True)
 def single_threaded_blas():
-    """One BLAS thread for the whole run, as the estimators use while sampling.
+    """One BLAS and one OpenMP thread per test process for the whole run, as the
+    estimators use BLAS while sampling (the README's test command runs two pytest-xdist
+    workers, one a core, so more threads per process only oversubscribe the cores).
 
     Tests that drive a solver directly would otherwise call OpenBLAS with every core on
     tiny matrices; on a shared, busy two-core machine that made some of them ten times
-    slower.
+    slower. The OpenMP pool is scikit-learn's (KMeans, which starts DPMixture's chains):
+    with two threads a DPMixture fit of 30 rows took 50 ms CPU instead of 22, on a busy
+    two-core machine. numba's own thread pool (its ``omp`` layer) is loaded later and is
+    not limited here; the solvers set its thread count themselves.
     """
-    with threadpool_limits(limits=1, user_api="blas"):
+    with threadpool_limits(limits=1, user_api="blas"), \
+            threadpool_limits(limits=1, user_api="openmp"):
         yield
 
 

@@ -413,3 +413,24 @@ def test_copies_of_a_fitted_estimator_skip_the_compact_pickle(monkeypatch):
     assert shallow.samples_ is model.samples_
     assert deep.samples_ is not model.samples_
     np.testing.assert_array_equal(deep.transform(X), model.transform(X))
+
+
+def test_single_blas_thread_limits_and_restores():
+    """The fits' BLAS limit (one controller per process, not a library scan per fit)
+    sets one thread inside and restores what was set before, in and out of a with block."""
+    from threadpoolctl import threadpool_info, threadpool_limits
+
+    from sklearn_ibp.base import single_blas_thread
+
+    def blas_threads():
+        return {i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"}
+
+    with threadpool_limits(limits=2, user_api="blas"):
+        assert blas_threads() == {2}
+        with single_blas_thread():
+            assert blas_threads() == {1}
+        assert blas_threads() == {2}
+        limit = single_blas_thread()
+        assert blas_threads() == {1}
+        limit.restore_original_limits()
+        assert blas_threads() == {2}

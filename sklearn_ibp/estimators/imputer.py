@@ -16,9 +16,8 @@ from sklearn.utils.validation import (
     check_is_fitted,
     validate_data,
 )
-from threadpoolctl import threadpool_limits
 
-from ..base import atomic_fit
+from ..base import atomic_fit, single_blas_thread
 from ..likelihoods.correlated_noise import (
     draw_missing,
     missing_count_groups,
@@ -329,7 +328,7 @@ class IBPImputer(_BaseImputer):
             # Evenly spaced over the kept samples, which list the chains one after another.
             chosen = np.unique(np.linspace(0, n_kept - 1, num=self.n_samples).round())
         # Small matrices: BLAS threads only contend (see BaseIBPSampler._run_chains).
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             train = X_model[filled_rows][:, data]
             views = _posterior_views(estimator, train, chosen)
             covariances = gaussian_covariance = None
@@ -355,7 +354,7 @@ class IBPImputer(_BaseImputer):
     # -- imputation ---------------------------------------------------------------------
     def _predict(self, X_model):
         """The model's imputation of every data column of the rows of ``X_model``."""
-        with threadpool_limits(limits=1, user_api="blas"):
+        with single_blas_thread():
             if self._covariances is not None:
                 return self._predict_full_noise(X_model)
             if not self.sample_posterior:

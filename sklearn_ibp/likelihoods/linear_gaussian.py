@@ -17,7 +17,6 @@ missing entries are given by an ``observed`` mask instead of NaN.
 from __future__ import annotations
 
 import numpy as np
-from scipy.linalg import cho_factor, cho_solve
 from scipy.linalg.lapack import dpotrf, dpotrs, dtrtrs
 from scipy.special import expit, logsumexp
 from sklearn.utils import check_random_state
@@ -76,6 +75,21 @@ def _observed_groups(mask):
     return [(patterns[g], np.flatnonzero(inverse == g)) for g in range(len(patterns))]
 
 
+def _cholesky_lower(matrix):
+    """Lower Cholesky factor of a symmetric positive definite matrix, by LAPACK's ``potrf``.
+
+    The same call as ``scipy.linalg.cho_factor(matrix, lower=True)`` (so the same bits),
+    without its argument checks and batching wrapper, which on the small matrices of the
+    collapsed moves (split-merge, complement) cost several times the factorisation. Only
+    the lower triangle of the result is meaningful.
+    """
+    chol, info = dpotrf(matrix, lower=1, clean=0)
+    if info > 0:
+        raise np.linalg.LinAlgError(
+            f"{info}-th leading minor of the array is not positive definite")
+    return chol
+
+
 def log_marginal_likelihood_from_stats(
     gram, cross, sq_norm: float, n_samples: int, n_dims: int, sigma_x: float, sigma_a: float
 ) -> float:
@@ -108,9 +122,9 @@ def log_marginal_likelihood_from_stats(
     log_p -= n_features * n_dims * np.log(sigma_a)
     quad = sq_norm
     if n_features:
-        factor = cho_factor(gram + (sx2 / sigma_a**2) * np.eye(n_features), lower=True)
-        log_p -= n_dims * np.sum(np.log(np.diag(factor[0])))
-        quad -= float(np.sum(cross * cho_solve(factor, cross)))
+        chol = _cholesky_lower(gram + (sx2 / sigma_a**2) * np.eye(n_features))
+        log_p -= n_dims * np.sum(np.log(np.diag(chol)))
+        quad -= float(np.sum(cross * dpotrs(chol, cross, lower=1)[0]))
     return float(log_p - 0.5 * quad / sx2)
 
 
@@ -169,18 +183,21 @@ def feature_posterior(X, Z, sigma_x: float, sigma_a: float):
     Z = np.asarray(Z, dtype=float)
     n_features, n_dims = Z.shape[1], X.shape[1]
     observed = ~np.isnan(X)
+    if n_features == 0:
+        cov_shape = (0, 0) if observed.all() else (n_dims, 0, 0)
+        return np.zeros((0, n_dims)), np.zeros(cov_shape)
     if observed.all():
         precision, shift = information_form(X, Z, sigma_x, sigma_a)
-        factor = cho_factor(precision, lower=True)
-        return cho_solve(factor, shift), cho_solve(factor, np.eye(n_features))
+        chol = _cholesky_lower(precision)
+        return dpotrs(chol, shift, lower=1)[0], dpotrs(chol, np.eye(n_features), lower=1)[0]
     groups = _observed_groups(observed)
     mean = np.zeros((n_features, n_dims))
     covs = np.empty((n_dims, n_features, n_features))
     for rows, cols in groups:
         precision, shift = information_form(X[np.ix_(rows, cols)], Z[rows], sigma_x, sigma_a)
-        factor = cho_factor(precision, lower=True)
-        mean[:, cols] = cho_solve(factor, shift)
-        covs[cols] = cho_solve(factor, np.eye(n_features))
+        chol = _cholesky_lower(precision)
+        mean[:, cols] = dpotrs(chol, shift, lower=1)[0]
+        covs[cols] = dpotrs(chol, np.eye(n_features), lower=1)[0]
     return mean, covs
 
 

@@ -147,3 +147,32 @@ def test_removing_a_row_holds_the_denominator_at_its_bound():
         if n == 6:
             assert unguarded < bound  # the case the bound is for was reached
     assert np.all(np.diag(cov) > 0)
+
+
+def test_cholesky_by_lapack_gives_scipy_cho_factor_bits(data):
+    """The marginal and the posterior factor by LAPACK's potrf/potrs directly (the calls
+    scipy.linalg.cho_factor/cho_solve make, without their argument checks): the same bits
+    as through scipy.linalg, so the samplers' draws did not change."""
+    from scipy.linalg import cho_factor, cho_solve
+
+    from sklearn_ibp.likelihoods import log_marginal_likelihood_from_stats
+
+    X, Z = data
+    Zf = Z.astype(float)
+    gram, cross = Zf.T @ Zf, Zf.T @ X
+    factor = cho_factor(gram + (SX**2 / SA**2) * np.eye(4), lower=True)
+    expected = (-0.5 * 15 * 3 * np.log(2 * np.pi) - (15 - 4) * 3 * np.log(SX)
+                - 4 * 3 * np.log(SA) - 3 * np.sum(np.log(np.diag(factor[0]))))
+    quad = float(np.sum(X**2)) - float(np.sum(cross * cho_solve(factor, cross)))
+    expected = float(expected - 0.5 * quad / SX**2)
+    assert log_marginal_likelihood_from_stats(
+        gram, cross, float(np.sum(X**2)), 15, 3, SX, SA) == expected
+    mean, cov = feature_posterior(X, Z, SX, SA)
+    precision, shift = information_form(X, Z, SX, SA)
+    factor = cho_factor(precision, lower=True)
+    np.testing.assert_array_equal(mean, cho_solve(factor, shift))
+    np.testing.assert_array_equal(cov, cho_solve(factor, np.eye(4)))
+    # No features, and a precision that is not positive definite.
+    assert feature_posterior(X, Z[:, :0], SX, SA)[1].shape == (0, 0)
+    with pytest.raises(np.linalg.LinAlgError, match="not positive definite"):
+        log_marginal_likelihood_from_stats(-gram, cross, 1.0, 15, 3, SX, SA)

@@ -414,7 +414,7 @@ def sweep_ordered(X, observed, Z, A, pred, counts, sticks, n_features, start_row
     proposal = np.empty(X.shape[1])
     for n in range(start_row, N):
         level = draw_level(sticks, counts, K, rng)
-        K, done = extend_sticks(Z, A, counts, sticks, K, 0, level, alpha, prior_kind,
+        K, done = extend_sticks(Z, A, counts, sticks, K, np.int64(0), level, alpha, prior_kind,
                                 prior, rng)
         if not done:
             return K, n
