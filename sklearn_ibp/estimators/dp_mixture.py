@@ -360,12 +360,12 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._check_n_features_cost((N, D))
         base = self._make_base(D)
         solver = self._resolve_solver(base)
-        from ..distributed.dask_rows import DaskRows
+        from ..solvers import dask_row_store
 
         block_size = int(solver.block_size)
-        store = DaskRows(X, client, block_size=block_size, shift=np.zeros(D),
-                         chunk_blocks=max(1, -(-int(X.chunks[0][0]) // block_size)),
-                         n_threads=1 if solver.n_threads == -1 else int(solver.n_threads))
+        store = dask_row_store(X, client, block_size=block_size, shift=np.zeros(D),
+                               chunk_blocks=max(1, -(-int(X.chunks[0][0]) // block_size)),
+                               n_threads=1 if solver.n_threads == -1 else int(solver.n_threads))
         n, mean, cov, finite, top = store.moments()
         if not finite:
             raise ValueError("Input X contains NaN or infinity (checked on the workers); "

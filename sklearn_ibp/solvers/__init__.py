@@ -98,6 +98,17 @@ RENAMED_SOLVERS = {"map": "map_climb"}
 _renamed_class = class_aliases(__name__)
 
 
+def dask_row_store(X, client, **options):
+    """A :class:`~sklearn_ibp.distributed.dask_rows.DaskRows` store of the ``dask.array``
+    ``X`` on ``client`` (``options`` are its keyword arguments): the rows of a
+    sub-cluster chain on Dask workers, for ``DPMixture.fit`` of a ``dask.array``. The
+    registry is the estimators' one way into :mod:`sklearn_ibp.distributed`, imported
+    on first use."""
+    from ..distributed.dask_rows import DaskRows
+
+    return DaskRows(X, client, **options)
+
+
 def __getattr__(name):
     # The parallel solvers import the solvers, so they are imported on first use; the
     # old module paths of the solvers resolve with a FutureWarning (see _moved.py), and
@@ -120,6 +131,7 @@ __all__ = [
     "SolverNameOptions",
     "SolverOf",
     "check_solver_model",
+    "dask_row_store",
     "get_solver",
     "register_solver",
     "registered_solvers",
