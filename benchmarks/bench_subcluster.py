@@ -200,9 +200,17 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--all-moves", action="store_true",
                         help="enable the reallocations and three-cluster moves")
+    parser.add_argument("--fitted-rate", type=float, default=None,
+                        help="SubclusterDP.fitted_rate, the weight of the fitted split "
+                             "proposal (default: the class's)")
     args = parser.parse_args()
     if args.all_moves:
         SOLVER[0] = AllMovesDP
+    if args.fitted_rate is not None:
+        SOLVER[0] = type("FittedRateDP", (SOLVER[0],), {"fitted_rate": args.fitted_rate})
+    print(f"solver {SOLVER[0].__name__}: fitted_rate {SOLVER[0].fitted_rate}, "
+          f"reallocation_rate {SOLVER[0].reallocation_rate}, three_cluster_rate "
+          f"{SOLVER[0].three_cluster_rate}")
     print(f"bench_subcluster.py; load {_load()}; cores {os.cpu_count()}")
     threads = (1,) if args.threads == 1 else (1, args.threads)
     with threadpool_limits(1):

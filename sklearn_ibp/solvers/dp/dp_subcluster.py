@@ -173,9 +173,11 @@ from ._dp_subcluster_kernels import (
     STATS_ONLY,
     assign_blocks,
     centrality,
+    fit_sides,
     lowest_log_slices,
     nth_row,
     pair_members,
+    row_uniforms,
     stage_order,
 )
 
@@ -281,6 +283,14 @@ class SubclusterDP(BaseDPSolver):
     #: more often in its first tens of iterations (on four separated Gaussians of 800 rows,
     #: 11-61% of iterations 20-80 instead of 0-26%).
     three_cluster_rate = 0.0
+    #: Weight ``w`` of the fitted proposal ``q_F`` in the proposal mixture
+    #: ``q = w q_F + (1 - w) q_S`` of the two-cluster moves (module docstring, "The fitted
+    #: proposal"); 0 gives the staged allocation alone.
+    fitted_rate = 0.0
+    #: Rows of the union (drawn with replacement by a counter-based hash) the fitted
+    #: proposal's two-component fit sees, and its most EM iterations.
+    fit_rows = 4096
+    fit_iterations = 30
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
@@ -582,9 +592,9 @@ class SubclusterDP(BaseDPSolver):
         if split:
             st["subcluster"]["splits_proposed"] += 1
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            n_ab, s_ab, q_ab, log_q = self._allocate(model, X, shift, [i, j], members,
-                                                     stage_key, key, _EMPTY_INT, SAMPLE,
-                                                     side)
+            n_ab, s_ab, q_ab, log_q, _ = self._mixture_allocate(
+                model, X, shift, [i, j], members, stage_key, key, _EMPTY_INT, SAMPLE, side,
+                self._mixture_keys(rng, True))
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
@@ -622,8 +632,9 @@ class SubclusterDP(BaseDPSolver):
             self._reallocate(state, model, rng, ci, cj, i, j, members, current, stage_key,
                              log_pick)
         else:
-            _, _, _, log_q = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
-                                            current, SCORE_FORCED, side)
+            _, _, _, log_q, _ = self._mixture_allocate(
+                model, X, shift, [i, j], members, stage_key, 0, current, SCORE_FORCED, side,
+                self._mixture_keys(rng, False))
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -658,12 +669,13 @@ class SubclusterDP(BaseDPSolver):
         m = members.shape[0]
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         side = np.empty(m, dtype=np.int64)
-        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, [i, j], members,
-                                                     stage_key, key, _EMPTY_INT, SAMPLE,
-                                                     side)
+        keys = self._mixture_keys(rng, True)
+        n_ab, s_ab, q_ab, log_q_new, fitted = self._mixture_allocate(
+            model, X, shift, [i, j], members, stage_key, key, _EMPTY_INT, SAMPLE, side, keys)
         scratch = np.empty(m, dtype=np.int64)
-        _, _, _, log_q_old = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
-                                            current, SCORE_FORCED, scratch)
+        _, _, _, log_q_old, _ = self._mixture_allocate(
+            model, X, shift, [i, j], members, stage_key, 0, current, SCORE_FORCED, scratch,
+            keys, fitted)
         pair = (ci, cj)
         log_ratio = log_q_old - log_q_new - log_pick
         for t in range(2):
@@ -773,12 +785,13 @@ class SubclusterDP(BaseDPSolver):
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         members2, _ = self._without(rows, sides, [picks[0], picks[2]])
         side2 = np.empty(members2.shape[0], dtype=np.int64)
-        n2, s2, q2, log_q2 = self._allocate(model, X, shift, [a, c], members2, k2, key,
-                                            _EMPTY_INT, SAMPLE, side2)
+        n2, s2, q2, log_q2, _ = self._mixture_allocate(
+            model, X, shift, [a, c], members2, k2, key, _EMPTY_INT, SAMPLE, side2,
+            self._mixture_keys(rng, True))
         members3, current3 = self._without(rows, sides, picks)
-        _, _, _, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, 0,
-                                         current3, SCORE_FORCED,
-                                         np.empty(members3.shape[0], dtype=np.int64))
+        _, _, _, log_q3, _ = self._mixture_allocate(
+            model, X, shift, [a, b, c], members3, k3, 0, current3, SCORE_FORCED,
+            np.empty(members3.shape[0], dtype=np.int64), self._mixture_keys(rng, False))
         log_post = (-math.log(state.alpha)
                     + self._crp_and_marginals(model, n2, s2, q2, shift)
                     - self._crp_and_marginals(model, counts[trio], sums[trio],
@@ -834,12 +847,13 @@ class SubclusterDP(BaseDPSolver):
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         members3 = np.delete(others, pb)
         side3 = np.empty(members3.shape[0], dtype=np.int64)
-        n3, s3, q3, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, key,
-                                            _EMPTY_INT, SAMPLE, side3)
+        n3, s3, q3, log_q3, _ = self._mixture_allocate(
+            model, X, shift, [a, b, c], members3, k3, key, _EMPTY_INT, SAMPLE, side3,
+            self._mixture_keys(rng, True))
         # members2 = the union without a and c, in row order: b back among the others
-        _, _, _, log_q2 = self._allocate(model, X, shift, [a, c], others, k2, 0,
-                                         other_sides, SCORE_FORCED,
-                                         np.empty(others.shape[0], dtype=np.int64))
+        _, _, _, log_q2, _ = self._mixture_allocate(
+            model, X, shift, [a, c], others, k2, 0, other_sides, SCORE_FORCED,
+            np.empty(others.shape[0], dtype=np.int64), self._mixture_keys(rng, False))
         log_post = (math.log(state.alpha)
                     + self._crp_and_marginals(model, n3, s3, q3, shift)
                     - self._crp_and_marginals(model, counts[duo], sums[duo], scatters[duo],
@@ -925,6 +939,117 @@ class SubclusterDP(BaseDPSolver):
             means[t], chols[t] = mean, P
             log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
         return means, chols, log_consts
+
+    # -- the fitted proposal and the proposal mixture -------------------------------------
+    @staticmethod
+    def _weighted_components(model, counts, sums, scatters, shift):
+        """:meth:`_allocation_components` for real-valued (responsibility-weighted)
+        counts."""
+        D = sums.shape[1]
+        k = counts.shape[0]
+        means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
+        for t in range(k):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                float(counts[t]), sums[t], scatters[t], shift)
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            if not ok:
+                raise FloatingPointError("the fitted precision is not positive definite.")
+            means[t], chols[t] = mean, P
+            log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
+        return means, chols, log_consts
+
+    def _fit_sides(self, model, X, shift, anchors, members, fit_key):
+        """The components of the fitted proposal ``q_F``: EM for a mixture of one Gaussian
+        per anchor on at most ``fit_rows`` rows of the union, drawn with replacement at the
+        positions ``floor(u_t m)`` of ``members`` (``u_t`` the counter-based uniform of
+        ``(fit_key, t)``), started from the anchors alone, the components' densities those
+        of the staged allocation (:meth:`_allocation_components`) with the sums scaled to
+        the ``m`` members. A function of the union, the anchors and the key only (not of
+        the labels), so a merge evaluates the reverse split's ``q_F`` exactly."""
+        m = members.shape[0]
+        k = len(anchors)
+        M = int(self.fit_rows)
+        if m <= M:
+            sub = members
+        else:
+            u = row_uniforms(np.uint64(fit_key), np.arange(M, dtype=np.int64))
+            sub = members[np.minimum((u * m).astype(np.int64), m - 1)]
+        Y = np.ascontiguousarray(X[sub])
+        Za = X[np.asarray(anchors, dtype=np.int64)] - shift
+        counts = np.ones(k)
+        sums = np.ascontiguousarray(Za)
+        scatters = np.einsum("kd,ke->kde", Za, Za)
+        base = model.base
+        done = fit_sides(Y, shift, base.location_, float(base.precision_scaling_),
+                         float(base.dof_), base._prior_matrix, m / max(sub.shape[0], 1),
+                         np.int64(self.fit_iterations), 1e-3, counts, sums, scatters,
+                         np.empty((sub.shape[0], k)))
+        if done == 0:  # not positive definite in rounding: the anchors alone
+            counts = np.ones(k)
+            sums = np.ascontiguousarray(Za)
+            scatters = np.einsum("kd,ke->kde", Za, Za)
+        return self._weighted_components(model, counts, sums, scatters, shift)
+
+    def _fitted_allocate(self, X, shift, anchors, members, comps, key, forced, mode, side):
+        """The fitted proposal ``q_F``: anchors on their sides, then one pass in which each
+        member independently takes side ``s`` with the fitted responsibility (``SAMPLE``
+        with the key ``key``, or ``SCORE_FORCED`` at ``forced``). Returns what
+        :meth:`_allocate` returns."""
+        k = len(anchors)
+        m = members.shape[0]
+        c, s_, q_, log_q = self._pass(X, shift, members, m, comps, key, forced, mode, side,
+                                      k)
+        for t, a in enumerate(anchors):
+            x = X[a] - shift
+            c[t] += 1
+            s_[t] += x
+            q_[t] += np.tril(np.outer(x, x))
+        return c, s_, q_, log_q
+
+    def _mixture_keys(self, rng, sample):
+        """The fitted proposal's draws for one proposal (none when ``fitted_rate`` is 0):
+        the fit's key and, for a sample, the pass's key and the choice of ``q_F``."""
+        if float(self.fitted_rate) <= 0.0:
+            return None
+        fit_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        if not sample:
+            return fit_key, 0, False
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        return fit_key, key, bool(rng.random() < float(self.fitted_rate))
+
+    def _mixture_allocate(self, model, X, shift, anchors, members, stage_key, key, forced,
+                          mode, side, keys, fitted=None):
+        """The proposal mixture ``q = w q_F + (1 - w) q_S`` (``w = fitted_rate``): a sample
+        from ``q_F`` or ``q_S`` as ``keys`` chose (``SAMPLE``), or the current sides
+        ``forced`` (``SCORE_FORCED``), and ``log q`` of the sides taken, both densities
+        evaluated. ``keys`` is :meth:`_mixture_keys`'s (``None``: ``q_S`` alone);
+        ``fitted`` the components of :meth:`_fit_sides` if already fitted. Returns the
+        statistics and ``log q`` as :meth:`_allocate`, and the fitted components."""
+        if keys is None:
+            return self._allocate(model, X, shift, anchors, members, stage_key, key, forced,
+                                  mode, side) + (None,)
+        fit_key, fit_sample_key, use_fitted = keys
+        if fitted is None:
+            fitted = self._fit_sides(model, X, shift, anchors, members, fit_key)
+        scratch = np.empty(members.shape[0], dtype=np.int64)
+        if mode == SAMPLE and use_fitted:
+            result = self._fitted_allocate(X, shift, anchors, members, fitted,
+                                           fit_sample_key, _EMPTY_INT, SAMPLE, side)
+            log_f = result[3]
+            log_s = self._allocate(model, X, shift, anchors, members, stage_key, 0, side,
+                                   SCORE_FORCED, scratch)[3]
+        else:
+            result = self._allocate(model, X, shift, anchors, members, stage_key, key,
+                                    forced, mode, side)
+            log_s = result[3]
+            log_f = self._fitted_allocate(X, shift, anchors, members, fitted, 0,
+                                          side if mode == SAMPLE else forced, SCORE_FORCED,
+                                          scratch)[3]
+        w = float(self.fitted_rate)
+        log_q = float(np.logaddexp(math.log(w) + log_f,
+                                   math.log1p(-w) + log_s if w < 1.0 else -np.inf))
+        return result[0], result[1], result[2], log_q, fitted
 
     def _compact(self, state):
         """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""
