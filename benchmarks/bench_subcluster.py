@@ -200,6 +200,9 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--all-moves", action="store_true",
                         help="enable the reallocations and three-cluster moves")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (to split a run "
+                             "over processes)")
     parser.add_argument("--fitted-rate", type=float, default=None,
                         help="SubclusterDP.fitted_rate, the weight of the fitted split "
                              "proposal (default: the class's)")
@@ -220,11 +223,13 @@ def main():
         if args.quick:
             sizes = [10_000, 100_000] if args.n is None else [args.n]
             for n in sizes:
-                experiment_2d(n, list(range(args.seeds or 3)), 30, threads, 15)
+                experiment_2d(n, list(range(args.first_seed, args.first_seed
+                                            + (args.seeds or 3))), 30, threads, 15)
             return
         sizes = [10_000, 1_000_000, 10_000_000] if args.n is None else [args.n]
         for n in sizes:
-            seeds = list(range(args.seeds or (10 if n == 1_000_000 else 3)))
+            seeds = list(range(args.first_seed, args.first_seed
+                               + (args.seeds or (10 if n == 1_000_000 else 3))))
             if n >= 10_000_000:
                 seeds = seeds[:1]
             experiment_2d(n, seeds, args.iters, threads, 20)

@@ -241,7 +241,7 @@ def stage_order(key, members, order, bounds):
 
 @njit(cache=True)
 def fit_sides(Y, shift, location, rho, dof, prior, scale, n_iter, tol, counts, sums,
-              scatters, resp):
+              scatters, resp, loglik):
     """EM for the fitted proposal of :mod:`~sklearn_ibp.solvers.dp.dp_subcluster`: a
     mixture of ``k`` Gaussians fitted to the rows ``Y`` (a subsample of a union).
 
@@ -252,7 +252,8 @@ def fit_sides(Y, shift, location, rho, dof, prior, scale, n_iter, tol, counts, s
     of the staged allocation (posterior mean, expected precision ``(dof + n) W*^-1``, with
     ``W* = prior + centred scatter + rho n / (rho + n) (xbar - location)(...)^T``), its
     weight its count ``n``. At most ``n_iter`` E and M steps, stopping when no
-    responsibility moves by ``tol`` or more. ``resp (len(Y), k)`` is scratch. Returns the
+    responsibility moves by ``tol`` or more. ``resp (len(Y), k)`` is scratch; ``loglik[0]``
+    receives the log likelihood of ``Y`` under the last E step's mixture. Returns the
     number of iterations (0 if a ``W*`` was not positive definite: then the statistics are
     the last positive definite ones)."""
     M, D = Y.shape
@@ -303,6 +304,7 @@ def fit_sides(Y, shift, location, rho, dof, prior, scale, n_iter, tol, counts, s
                 for e in range(D):
                     scatters[t, a, e] = 0.0
         moved = 0.0
+        loglik[0] = 0.0
         for p in range(M):
             best = -np.inf
             for t in range(k):
@@ -321,6 +323,7 @@ def fit_sides(Y, shift, location, rho, dof, prior, scale, n_iter, tol, counts, s
             for t in range(k):
                 logp[t] = math.exp(logp[t] - best)
                 total += logp[t]
+            loglik[0] += best + math.log(total)
             for t in range(k):
                 r = logp[t] / total
                 change = abs(r - resp[p, t])

@@ -108,6 +108,31 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
      neighbour is a reallocation the current boundary already optimises; the
      three-cluster merge goes from the three clusters to the two Gaussians in one step.
 
+   **The fitted proposal and the proposal mixture** (``fitted_rate = w``, 0 by default).
+   At a million rows any split of a cluster holding several Gaussians is accepted, and a
+   staged allocation from two random anchors is a one-pass online 2-means whose boundary
+   the anchors and the first stages set: it often cuts a Gaussian in two, and the pieces,
+   holding tails of their neighbours, are a trap (below). Chang and Fisher split along
+   sub-clusters refined over many iterations, i.e. along a converged two-component fit.
+   The fitted proposal ``q_F(A, B | i, j, phi)`` does that inside one proposal: EM for a
+   mixture of two Gaussians (densities as the staged allocation's, sums scaled to the
+   union) on at most ``fit_rows`` rows of the union drawn at counter-based positions of
+   ``S`` (key ``phi`` from the chain's generator), from ``fit_restarts`` starts (the
+   anchors, then pairs of those rows) of which the fit of the highest likelihood is kept,
+   its component under which ``i`` is relatively likelier being ``i``'s side; then one
+   parallel pass (:func:`assign_blocks`) in which every row of ``S`` independently takes
+   a side with the fitted responsibilities. The fit depends on ``S``, the anchors and
+   ``phi`` only, not on the labels, so ``q_F`` of given sides is exact to evaluate. Every
+   two-cluster move uses the mixture ``q = w q_F + (1 - w) q_S`` (``q_S`` the staged
+   allocation): a split draws from ``q_F`` with probability ``w``, and every ratio above
+   uses ``log q = logaddexp(log w + log q_F, log(1 - w) + log q_S)`` with both densities
+   evaluated at the sides (the choice of component is not known to the reverse move, so
+   it is summed out; an enumeration test shows that the ratio with the chosen
+   component's density alone is wrong). A merge thus keeps ``q_S``'s ability to undo any
+   cut (``q_F`` alone, ``w = 1``, is exact too, but its merges of pieces whose boundary is
+   not the fit's are rejected). The three-cluster moves use the same mixture, their
+   ``q_3`` fitted with one EM start (the anchors), three components.
+
    Why this proposal, not a deterministic launch split and auxiliary sub-cluster
    parameters (as here until issue 24): a merge's ratio contains the probability that
    the reverse split reproduces the current clusters. Drawn from parameters given a fixed
@@ -133,6 +158,9 @@ posterior of a two-component mixture of ``X_k``, whose normaliser (a sum over th
 enter the ratio of every row move and of every split and merge, and it cannot be computed.
 Here the sub-clusters live inside one proposal (the staged allocation); Chang and
 Fisher's optional random splits are not implemented.
+
+The fitted proposal is opt-in (``fitted_rate = 0``: the chain of the staged allocation
+alone, bit for bit); doc/dp_mixture.rst gives its measurements.
 
 Parameters changed with issue 24: ``n_intermediate`` (the refinements of the
 deterministic launch split) and the class attribute ``aux_rows`` (the tempering of the
@@ -248,6 +276,10 @@ class SubclusterDP(BaseDPSolver):
     reallocation_rate, three_cluster_rate : float
         Probabilities of the reallocation and three-cluster proposals (module docstring;
         class attributes, 0 by default, opt-in by subclassing or setting them).
+    fitted_rate : float
+        Weight of the fitted proposal in the proposal mixture of every move (module
+        docstring; class attribute, 0 by default). ``fit_rows``, ``fit_iterations`` and
+        ``fit_restarts`` (4096, 30, 4) size its fit.
 
     Notes
     -----
@@ -284,13 +316,17 @@ class SubclusterDP(BaseDPSolver):
     #: 11-61% of iterations 20-80 instead of 0-26%).
     three_cluster_rate = 0.0
     #: Weight ``w`` of the fitted proposal ``q_F`` in the proposal mixture
-    #: ``q = w q_F + (1 - w) q_S`` of the two-cluster moves (module docstring, "The fitted
-    #: proposal"); 0 gives the staged allocation alone.
+    #: ``q = w q_F + (1 - w) q_S`` of every move (module docstring, "The fitted
+    #: proposal"); 0 gives the staged allocation alone (and the chain of before, bit for
+    #: bit). Opt-in: see doc/dp_mixture.rst for ``0.9`` with the other moves enabled.
     fitted_rate = 0.0
     #: Rows of the union (drawn with replacement by a counter-based hash) the fitted
     #: proposal's two-component fit sees, and its most EM iterations.
     fit_rows = 4096
     fit_iterations = 30
+    #: EM starts of a two-way fit (the anchors, then pairs of subsample rows at
+    #: counter-based positions); the fit of the highest likelihood is kept.
+    fit_restarts = 4
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
@@ -976,20 +1012,49 @@ class SubclusterDP(BaseDPSolver):
             u = row_uniforms(np.uint64(fit_key), np.arange(M, dtype=np.int64))
             sub = members[np.minimum((u * m).astype(np.int64), m - 1)]
         Y = np.ascontiguousarray(X[sub])
-        Za = X[np.asarray(anchors, dtype=np.int64)] - shift
-        counts = np.ones(k)
-        sums = np.ascontiguousarray(Za)
-        scatters = np.einsum("kd,ke->kde", Za, Za)
-        base = model.base
-        done = fit_sides(Y, shift, base.location_, float(base.precision_scaling_),
-                         float(base.dof_), base._prior_matrix, m / max(sub.shape[0], 1),
-                         np.int64(self.fit_iterations), 1e-3, counts, sums, scatters,
-                         np.empty((sub.shape[0], k)))
-        if done == 0:  # not positive definite in rounding: the anchors alone
+        anchors = np.asarray(anchors, dtype=np.int64)
+        starts = [X[anchors]]
+        M_sub = sub.shape[0]
+        if k == 2 and M_sub >= 2:
+            # more starts: pairs of subsample rows at counter-based positions
+            u = row_uniforms(np.uint64(fit_key) ^ np.uint64(0x5DEECE66D),
+                             np.arange(2 * (int(self.fit_restarts) - 1), dtype=np.int64))
+            pos = np.minimum((u * M_sub).astype(np.int64), M_sub - 1)
+            starts += [Y[pos[2 * r:2 * r + 2]] for r in range(int(self.fit_restarts) - 1)]
+        best, base = None, model.base
+        loglik = np.zeros(1)
+        resp = np.empty((M_sub, k))
+        for start in starts:
+            Za = start - shift
             counts = np.ones(k)
             sums = np.ascontiguousarray(Za)
             scatters = np.einsum("kd,ke->kde", Za, Za)
-        return self._weighted_components(model, counts, sums, scatters, shift)
+            done = fit_sides(Y, shift, base.location_, float(base.precision_scaling_),
+                             float(base.dof_), base._prior_matrix, m / max(M_sub, 1),
+                             np.int64(self.fit_iterations), 1e-3, counts, sums, scatters,
+                             resp, loglik)
+            if done == 0 or M_sub == 0:  # not positive definite in rounding
+                continue
+            if best is None or loglik[0] > best[0]:
+                best = (loglik[0], counts, sums, scatters)
+        if best is None:  # the anchors alone
+            Za = X[anchors] - shift
+            counts = np.ones(k)
+            sums = np.ascontiguousarray(Za)
+            scatters = np.einsum("kd,ke->kde", Za, Za)
+        else:
+            _, counts, sums, scatters = best
+        comps = self._weighted_components(model, counts, sums, scatters, shift)
+        if k == 2:
+            # side 0 is the component under which anchor i is likelier (relative to j)
+            means, chols, log_consts = comps
+            dens = np.empty((2, 2))
+            for t in range(2):
+                v = (X[anchors] - means[t]) @ chols[t]
+                dens[:, t] = log_consts[t] - 0.5 * np.einsum("nd,nd->n", v, v)
+            if dens[0, 1] - dens[0, 0] > dens[1, 1] - dens[1, 0]:
+                comps = tuple(np.ascontiguousarray(c[::-1]) for c in comps)
+        return comps
 
     def _fitted_allocate(self, X, shift, anchors, members, comps, key, forced, mode, side):
         """The fitted proposal ``q_F``: anchors on their sides, then one pass in which each
