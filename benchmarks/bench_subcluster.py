@@ -8,6 +8,9 @@ Run from the repository root::
     python benchmarks/bench_subcluster.py --d32      # D = 32, 20 clusters, N = 1e6
     python benchmarks/bench_subcluster.py --n 1000000 --threads 1 --all-moves
         # with the reallocations and three-cluster moves (SubclusterDP's class attributes)
+    python benchmarks/bench_subcluster.py --n 1000000 --threads 1 --all-moves \
+        --fitted-rate 0.9 --seeds 4 --first-seed 0
+        # and the fitted proposal (SubclusterDP.fitted_rate); seeds 0-3 of a split run
 
 1. **2-D mixture of 8 Gaussians**, drawn by :func:`bench_dp_mixture.make_mixture` (centres
    at least 4.5 apart, random rotations, standard deviations 0.5-1.5). For each N:
