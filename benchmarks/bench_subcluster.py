@@ -8,6 +8,9 @@ Run from the repository root::
     python benchmarks/bench_subcluster.py --d32      # D = 32, 20 clusters, N = 1e6
     python benchmarks/bench_subcluster.py --n 1000000 --threads 1 --all-moves
         # with the reallocations and three-cluster moves (SubclusterDP's class attributes)
+    python benchmarks/bench_subcluster.py --n 1000000 --threads 1 --all-moves \
+        --fitted-rate 0.9 --seeds 4 --first-seed 0
+        # and the fitted proposal (SubclusterDP.fitted_rate); seeds 0-3 of a split run
 
 1. **2-D mixture of 8 Gaussians**, drawn by :func:`bench_dp_mixture.make_mixture` (centres
    at least 4.5 apart, random rotations, standard deviations 0.5-1.5). For each N:
@@ -200,9 +203,20 @@ def main():
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--all-moves", action="store_true",
                         help="enable the reallocations and three-cluster moves")
+    parser.add_argument("--first-seed", type=int, default=0,
+                        help="seeds first-seed .. first-seed + seeds - 1 (to split a run "
+                             "over processes)")
+    parser.add_argument("--fitted-rate", type=float, default=None,
+                        help="SubclusterDP.fitted_rate, the weight of the fitted split "
+                             "proposal (default: the class's)")
     args = parser.parse_args()
     if args.all_moves:
         SOLVER[0] = AllMovesDP
+    if args.fitted_rate is not None:
+        SOLVER[0] = type("FittedRateDP", (SOLVER[0],), {"fitted_rate": args.fitted_rate})
+    print(f"solver {SOLVER[0].__name__}: fitted_rate {SOLVER[0].fitted_rate}, "
+          f"reallocation_rate {SOLVER[0].reallocation_rate}, three_cluster_rate "
+          f"{SOLVER[0].three_cluster_rate}")
     print(f"bench_subcluster.py; load {_load()}; cores {os.cpu_count()}")
     threads = (1,) if args.threads == 1 else (1, args.threads)
     with threadpool_limits(1):
@@ -212,11 +226,13 @@ def main():
         if args.quick:
             sizes = [10_000, 100_000] if args.n is None else [args.n]
             for n in sizes:
-                experiment_2d(n, list(range(args.seeds or 3)), 30, threads, 15)
+                experiment_2d(n, list(range(args.first_seed, args.first_seed
+                                            + (args.seeds or 3))), 30, threads, 15)
             return
         sizes = [10_000, 1_000_000, 10_000_000] if args.n is None else [args.n]
         for n in sizes:
-            seeds = list(range(args.seeds or (10 if n == 1_000_000 else 3)))
+            seeds = list(range(args.first_seed, args.first_seed
+                               + (args.seeds or (10 if n == 1_000_000 else 3))))
             if n >= 10_000_000:
                 seeds = seeds[:1]
             experiment_2d(n, seeds, args.iters, threads, 20)

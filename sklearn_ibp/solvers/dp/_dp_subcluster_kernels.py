@@ -17,6 +17,8 @@ import math
 import numpy as np
 from numba import njit, prange
 
+from ...likelihoods._normal_wishart_kernels import cholesky_lower
+
 _GOLDEN = np.uint64(0x9E3779B97F4A7C15)
 _MIX1 = np.uint64(0xBF58476D1CE4E5B9)
 _MIX2 = np.uint64(0x94D049BB133111EB)
@@ -247,3 +249,112 @@ def member_stages(key, rows, m, n_stages, out):
         if t > n_stages - 1:  # rounding at the top end
             t = n_stages - 1
         out[p] = t
+
+
+@njit(cache=True)
+def fit_sides(Y, shift, location, rho, dof, prior, scale, n_iter, tol, counts, sums,
+              scatters, resp, loglik):
+    """EM for the fitted proposal of :mod:`~sklearn_ibp.solvers.dp.dp_subcluster`: a
+    mixture of ``k`` Gaussians fitted to the rows ``Y`` (a subsample of a union).
+
+    ``counts (k,)``, ``sums (k, D)`` and ``scatters (k, D, D)`` hold, on entry, the
+    statistics of the anchors alone (``sum (x - shift)``, full ``sum (x - shift)(x -
+    shift)^T``) and, on exit, the anchors' plus ``scale`` times the responsibility-weighted
+    statistics of ``Y``. Each component's density is the Normal-Wishart posterior's plug-in
+    of the staged allocation (posterior mean, expected precision ``(dof + n) W*^-1``, with
+    ``W* = prior + centred scatter + rho n / (rho + n) (xbar - location)(...)^T``), its
+    weight its count ``n``. At most ``n_iter`` E and M steps, stopping when no
+    responsibility moves by ``tol`` or more. ``resp (len(Y), k)`` is scratch; ``loglik[0]``
+    receives the log likelihood of ``Y`` under the last E step's mixture. Returns the
+    number of iterations (0 if a ``W*`` was not positive definite: then the statistics are
+    the last positive definite ones)."""
+    M, D = Y.shape
+    k = counts.shape[0]
+    anchor_counts = counts.copy()
+    anchor_sums = sums.copy()
+    anchor_scatters = scatters.copy()
+    means = np.empty((k, D))
+    chols = np.empty((k, D, D))
+    log_consts = np.empty(k)
+    precision_scale = np.empty(k)
+    z = np.empty(D)
+    logp = np.empty(k)
+    for p in range(M):
+        for t in range(k):
+            resp[p, t] = -1.0
+    it = 0
+    while it < n_iter:
+        it += 1
+        # the components from the statistics
+        for t in range(k):
+            n = counts[t]
+            kappa = rho + n
+            W = np.empty((D, D))
+            for a in range(D):
+                xa = sums[t, a] / n + shift[a]
+                means[t, a] = (rho * location[a] + n * xa) / kappa
+                for e in range(a + 1):
+                    xe = sums[t, e] / n + shift[e]
+                    W[a, e] = (prior[a, e] + scatters[t, a, e] - sums[t, a] * sums[t, e] / n
+                               + rho * n / kappa * (xa - location[a]) * (xe - location[e]))
+            L, ok = cholesky_lower(W)
+            if not ok:
+                return 0
+            chols[t] = L
+            precision_scale[t] = dof + n
+            log_det = 0.0
+            for a in range(D):
+                log_det += math.log(L[a, a])
+            log_consts[t] = (math.log(n) + 0.5 * D * math.log(dof + n) - log_det)
+        if M == 0:
+            break
+        # E step, and the M step's statistics
+        for t in range(k):
+            counts[t] = 0.0
+            for a in range(D):
+                sums[t, a] = 0.0
+                for e in range(D):
+                    scatters[t, a, e] = 0.0
+        moved = 0.0
+        loglik[0] = 0.0
+        for p in range(M):
+            best = -np.inf
+            for t in range(k):
+                # |L^-1 (y - mean)|^2 by forward substitution
+                quad = 0.0
+                for a in range(D):
+                    acc = Y[p, a] - means[t, a]
+                    for e in range(a):
+                        acc -= chols[t, a, e] * z[e]
+                    z[a] = acc / chols[t, a, a]
+                    quad += z[a] * z[a]
+                logp[t] = log_consts[t] - 0.5 * precision_scale[t] * quad
+                if logp[t] > best:
+                    best = logp[t]
+            total = 0.0
+            for t in range(k):
+                logp[t] = math.exp(logp[t] - best)
+                total += logp[t]
+            loglik[0] += best + math.log(total)
+            for t in range(k):
+                r = logp[t] / total
+                change = abs(r - resp[p, t])
+                if change > moved:
+                    moved = change
+                resp[p, t] = r
+                counts[t] += r
+                for a in range(D):
+                    z[a] = Y[p, a] - shift[a]
+                for a in range(D):
+                    sums[t, a] += r * z[a]
+                    for e in range(D):
+                        scatters[t, a, e] += r * z[a] * z[e]
+        for t in range(k):
+            counts[t] = anchor_counts[t] + scale * counts[t]
+            for a in range(D):
+                sums[t, a] = anchor_sums[t, a] + scale * sums[t, a]
+                for e in range(D):
+                    scatters[t, a, e] = anchor_scatters[t, a, e] + scale * scatters[t, a, e]
+        if moved < tol:
+            break
+    return it

@@ -108,6 +108,31 @@ scatter of its rows). With ``K`` clusters of sizes ``n_k``:
      neighbour is a reallocation the current boundary already optimises; the
      three-cluster merge goes from the three clusters to the two Gaussians in one step.
 
+   **The fitted proposal and the proposal mixture** (``fitted_rate = w``, 0 by default).
+   At a million rows any split of a cluster holding several Gaussians is accepted, and a
+   staged allocation from two random anchors is a one-pass online 2-means whose boundary
+   the anchors and the first stages set: it often cuts a Gaussian in two, and the pieces,
+   holding tails of their neighbours, are a trap (below). Chang and Fisher split along
+   sub-clusters refined over many iterations, i.e. along a converged two-component fit.
+   The fitted proposal ``q_F(A, B | i, j, phi)`` does that inside one proposal: EM for a
+   mixture of two Gaussians (densities as the staged allocation's, sums scaled to the
+   union) on at most ``fit_rows`` rows of the union drawn at counter-based positions of
+   ``S`` (key ``phi`` from the chain's generator), from ``fit_restarts`` starts (the
+   anchors, then pairs of those rows) of which the fit of the highest likelihood is kept,
+   its component under which ``i`` is relatively likelier being ``i``'s side; then one
+   parallel pass (:func:`assign_blocks`) in which every row of ``S`` independently takes
+   a side with the fitted responsibilities. The fit depends on ``S``, the anchors and
+   ``phi`` only, not on the labels, so ``q_F`` of given sides is exact to evaluate. Every
+   two-cluster move uses the mixture ``q = w q_F + (1 - w) q_S`` (``q_S`` the staged
+   allocation): a split draws from ``q_F`` with probability ``w``, and every ratio above
+   uses ``log q = logaddexp(log w + log q_F, log(1 - w) + log q_S)`` with both densities
+   evaluated at the sides (the choice of component is not known to the reverse move, so
+   it is summed out; an enumeration test shows that the ratio with the chosen
+   component's density alone is wrong). A merge thus keeps ``q_S``'s ability to undo any
+   cut (``q_F`` alone, ``w = 1``, is exact too, but its merges of pieces whose boundary is
+   not the fit's are rejected). The three-cluster moves use the same mixture, their
+   ``q_3`` fitted with one EM start (the anchors), three components.
+
    Why this proposal, not a deterministic launch split and auxiliary sub-cluster
    parameters (as here until issue 24): a merge's ratio contains the probability that
    the reverse split reproduces the current clusters. Drawn from parameters given a fixed
@@ -134,6 +159,9 @@ enter the ratio of every row move and of every split and merge, and it cannot be
 Here the sub-clusters live inside one proposal (the staged allocation); Chang and
 Fisher's optional random splits are not implemented.
 
+The fitted proposal is opt-in (``fitted_rate = 0``: the chain of the staged allocation
+alone, bit for bit); doc/dp_mixture.rst gives its measurements.
+
 Parameters changed with issue 24: ``n_intermediate`` (the refinements of the
 deterministic launch split) and the class attribute ``aux_rows`` (the tempering of the
 auxiliary parameters) are gone with what they tuned.
@@ -158,7 +186,8 @@ centrality, and the probability of a split's anchors in its reverse, are defined
 block over the blocks of ``block_size`` global rows (module docstring of the backends), so
 the chain on the workers is the chain in memory, bit for bit, for the same key stream and
 block size (with ``N <= block_size`` the block-wise expressions are the whole-array ones
-of before). The reallocation and three-cluster moves (opt-in) run in memory only.
+of before). The reallocation and three-cluster moves and the fitted proposal
+(opt-in) run in memory only.
 
 Bases: the conjugate Normal-Wishart base (``base="conjugate"``). The conditionally
 conjugate base and the factor analysers have no closed-form marginal likelihood, which the
@@ -184,6 +213,8 @@ from ._dp_subcluster_kernels import (
     SCORE_FORCED,
     assign_blocks,
     centrality,
+    fit_sides,
+    row_uniforms,
 )
 from ._dp_subcluster_rows import ArrayMembers, MemoryRows
 
@@ -259,6 +290,10 @@ class SubclusterDP(BaseDPSolver):
     reallocation_rate, three_cluster_rate : float
         Probabilities of the reallocation and three-cluster proposals (module docstring;
         class attributes, 0 by default, opt-in by subclassing or setting them).
+    fitted_rate : float
+        Weight of the fitted proposal in the proposal mixture of every move (module
+        docstring; class attribute, 0 by default). ``fit_rows``, ``fit_iterations`` and
+        ``fit_restarts`` (4096, 30, 4) size its fit.
 
     Notes
     -----
@@ -294,6 +329,18 @@ class SubclusterDP(BaseDPSolver):
     #: more often in its first tens of iterations (on four separated Gaussians of 800 rows,
     #: 11-61% of iterations 20-80 instead of 0-26%).
     three_cluster_rate = 0.0
+    #: Weight ``w`` of the fitted proposal ``q_F`` in the proposal mixture
+    #: ``q = w q_F + (1 - w) q_S`` of every move (module docstring, "The fitted
+    #: proposal"); 0 gives the staged allocation alone (and the chain of before, bit for
+    #: bit). Opt-in: see doc/dp_mixture.rst for ``0.9`` with the other moves enabled.
+    fitted_rate = 0.0
+    #: Rows of the union (drawn with replacement by a counter-based hash) the fitted
+    #: proposal's two-component fit sees, and its most EM iterations.
+    fit_rows = 4096
+    fit_iterations = 30
+    #: EM starts of a two-way fit (the anchors, then pairs of subsample rows at
+    #: counter-based positions); the fit of the highest likelihood is kept.
+    fit_restarts = 4
 
     _parameter_constraints: dict = {
         "n_proposals": [Interval(Integral, 0, None, closed="left")],
@@ -391,10 +438,10 @@ class SubclusterDP(BaseDPSolver):
             raise ValueError(
                 f"the row store's block_size ({store.block_size}) must be the solver's "
                 f"({self.block_size}).")
-        if self.reallocation_rate or self.three_cluster_rate:
+        if self.reallocation_rate or self.three_cluster_rate or self.fitted_rate:
             raise ValueError(
-                "reallocation_rate and three_cluster_rate must be 0 for rows on a Dask "
-                "cluster (those moves are not routed through the row store).")
+                "reallocation_rate, three_cluster_rate and fitted_rate must be 0 for rows on "
+                "a Dask cluster (those moves are not routed through the row store).")
         if isinstance(labels, Integral):
             K = int(labels) + 1
             store.set_labels(int(labels))
@@ -623,8 +670,13 @@ class SubclusterDP(BaseDPSolver):
         if split:
             st["subcluster"]["splits_proposed"] += 1
             key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-            n_ab, s_ab, q_ab, log_q = self._allocate_staged(model, shift, anchor_X, members,
-                                                            stage_key, key, SAMPLE)
+            if self.fitted_rate:  # the proposal mixture (in memory only)
+                n_ab, s_ab, q_ab, log_q, _ = self._mixture_allocate(
+                    model, state.X, shift, [i, j], members.rows, stage_key, key, _EMPTY_INT,
+                    SAMPLE, members.side, self._mixture_keys(rng, True))
+            else:
+                n_ab, s_ab, q_ab, log_q = self._allocate_staged(
+                    model, shift, anchor_X, members, stage_key, key, SAMPLE)
             log_ratio = (
                 log_alpha + math.lgamma(n_ab[0]) + math.lgamma(n_ab[1])
                 - math.lgamma(n_ab[0] + n_ab[1])
@@ -661,8 +713,14 @@ class SubclusterDP(BaseDPSolver):
             self._reallocate(state, model, rng, ci, cj, i, j, members.rows, members.current,
                              stage_key, log_pick)
         else:
-            _, _, _, log_q = self._allocate_staged(model, shift, anchor_X, members,
-                                                   stage_key, 0, SCORE_FORCED)
+            if self.fitted_rate:
+                _, _, _, log_q, _ = self._mixture_allocate(
+                    model, state.X, shift, [i, j], members.rows, stage_key, 0,
+                    members.current, SCORE_FORCED, members.side,
+                    self._mixture_keys(rng, False))
+            else:
+                _, _, _, log_q = self._allocate_staged(model, shift, anchor_X, members,
+                                                       stage_key, 0, SCORE_FORCED)
             n_c = counts[ci] + counts[cj]
             s_c = sums[ci] + sums[cj]
             q_c = scatters[ci] + scatters[cj]
@@ -697,12 +755,13 @@ class SubclusterDP(BaseDPSolver):
         m = members.shape[0]
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         side = np.empty(m, dtype=np.int64)
-        n_ab, s_ab, q_ab, log_q_new = self._allocate(model, X, shift, [i, j], members,
-                                                     stage_key, key, _EMPTY_INT, SAMPLE,
-                                                     side)
+        keys = self._mixture_keys(rng, True)
+        n_ab, s_ab, q_ab, log_q_new, fitted = self._mixture_allocate(
+            model, X, shift, [i, j], members, stage_key, key, _EMPTY_INT, SAMPLE, side, keys)
         scratch = np.empty(m, dtype=np.int64)
-        _, _, _, log_q_old = self._allocate(model, X, shift, [i, j], members, stage_key, 0,
-                                            current, SCORE_FORCED, scratch)
+        _, _, _, log_q_old, _ = self._mixture_allocate(
+            model, X, shift, [i, j], members, stage_key, 0, current, SCORE_FORCED, scratch,
+            keys, fitted)
         pair = (ci, cj)
         log_ratio = log_q_old - log_q_new - log_pick
         for t in range(2):
@@ -812,12 +871,13 @@ class SubclusterDP(BaseDPSolver):
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         members2, _ = self._without(rows, sides, [picks[0], picks[2]])
         side2 = np.empty(members2.shape[0], dtype=np.int64)
-        n2, s2, q2, log_q2 = self._allocate(model, X, shift, [a, c], members2, k2, key,
-                                            _EMPTY_INT, SAMPLE, side2)
+        n2, s2, q2, log_q2, _ = self._mixture_allocate(
+            model, X, shift, [a, c], members2, k2, key, _EMPTY_INT, SAMPLE, side2,
+            self._mixture_keys(rng, True))
         members3, current3 = self._without(rows, sides, picks)
-        _, _, _, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, 0,
-                                         current3, SCORE_FORCED,
-                                         np.empty(members3.shape[0], dtype=np.int64))
+        _, _, _, log_q3, _ = self._mixture_allocate(
+            model, X, shift, [a, b, c], members3, k3, 0, current3, SCORE_FORCED,
+            np.empty(members3.shape[0], dtype=np.int64), self._mixture_keys(rng, False))
         log_post = (-math.log(state.alpha)
                     + self._crp_and_marginals(model, n2, s2, q2, shift)
                     - self._crp_and_marginals(model, counts[trio], sums[trio],
@@ -873,12 +933,13 @@ class SubclusterDP(BaseDPSolver):
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         members3 = np.delete(others, pb)
         side3 = np.empty(members3.shape[0], dtype=np.int64)
-        n3, s3, q3, log_q3 = self._allocate(model, X, shift, [a, b, c], members3, k3, key,
-                                            _EMPTY_INT, SAMPLE, side3)
+        n3, s3, q3, log_q3, _ = self._mixture_allocate(
+            model, X, shift, [a, b, c], members3, k3, key, _EMPTY_INT, SAMPLE, side3,
+            self._mixture_keys(rng, True))
         # members2 = the union without a and c, in row order: b back among the others
-        _, _, _, log_q2 = self._allocate(model, X, shift, [a, c], others, k2, 0,
-                                         other_sides, SCORE_FORCED,
-                                         np.empty(others.shape[0], dtype=np.int64))
+        _, _, _, log_q2, _ = self._mixture_allocate(
+            model, X, shift, [a, c], others, k2, 0, other_sides, SCORE_FORCED,
+            np.empty(others.shape[0], dtype=np.int64), self._mixture_keys(rng, False))
         log_post = (math.log(state.alpha)
                     + self._crp_and_marginals(model, n3, s3, q3, shift)
                     - self._crp_and_marginals(model, counts[duo], sums[duo], scatters[duo],
@@ -962,6 +1023,146 @@ class SubclusterDP(BaseDPSolver):
             means[t], chols[t] = mean, P
             log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
         return means, chols, log_consts
+
+    # -- the fitted proposal and the proposal mixture -------------------------------------
+    @staticmethod
+    def _weighted_components(model, counts, sums, scatters, shift):
+        """:meth:`_allocation_components` for real-valued (responsibility-weighted)
+        counts."""
+        D = sums.shape[1]
+        k = counts.shape[0]
+        means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
+        for t in range(k):
+            n, mean, W_star = model.base.posterior_statistics_from_sums(
+                float(counts[t]), sums[t], scatters[t], shift)
+            P, ok = cholesky_lower(np.ascontiguousarray(
+                np.linalg.inv(W_star) * (model.base.dof_ + n)))
+            if not ok:
+                raise FloatingPointError("the fitted precision is not positive definite.")
+            means[t], chols[t] = mean, P
+            log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
+        return means, chols, log_consts
+
+    def _fit_sides(self, model, X, shift, anchors, members, fit_key):
+        """The components of the fitted proposal ``q_F``: EM for a mixture of one Gaussian
+        per anchor on at most ``fit_rows`` rows of the union, drawn with replacement at the
+        positions ``floor(u_t m)`` of ``members`` (``u_t`` the counter-based uniform of
+        ``(fit_key, t)``), started from the anchors alone, the components' densities those
+        of the staged allocation (:meth:`_allocation_components`) with the sums scaled to
+        the ``m`` members. A function of the union, the anchors and the key only (not of
+        the labels), so a merge evaluates the reverse split's ``q_F`` exactly."""
+        m = members.shape[0]
+        k = len(anchors)
+        M = int(self.fit_rows)
+        if m <= M:
+            sub = members
+        else:
+            u = row_uniforms(np.uint64(fit_key), np.arange(M, dtype=np.int64))
+            sub = members[np.minimum((u * m).astype(np.int64), m - 1)]
+        Y = np.ascontiguousarray(X[sub])
+        anchors = np.asarray(anchors, dtype=np.int64)
+        starts = [X[anchors]]
+        M_sub = sub.shape[0]
+        if k == 2 and M_sub >= 2:
+            # more starts: pairs of subsample rows at counter-based positions
+            u = row_uniforms(np.uint64(fit_key) ^ np.uint64(0x5DEECE66D),
+                             np.arange(2 * (int(self.fit_restarts) - 1), dtype=np.int64))
+            pos = np.minimum((u * M_sub).astype(np.int64), M_sub - 1)
+            starts += [Y[pos[2 * r:2 * r + 2]] for r in range(int(self.fit_restarts) - 1)]
+        best, base = None, model.base
+        loglik = np.zeros(1)
+        resp = np.empty((M_sub, k))
+        for start in starts:
+            Za = start - shift
+            counts = np.ones(k)
+            sums = np.ascontiguousarray(Za)
+            scatters = np.einsum("kd,ke->kde", Za, Za)
+            done = fit_sides(Y, shift, base.location_, float(base.precision_scaling_),
+                             float(base.dof_), base._prior_matrix, m / max(M_sub, 1),
+                             np.int64(self.fit_iterations), 1e-3, counts, sums, scatters,
+                             resp, loglik)
+            if done == 0 or M_sub == 0:  # not positive definite in rounding
+                continue
+            if best is None or loglik[0] > best[0]:
+                best = (loglik[0], counts, sums, scatters)
+        if best is None:  # the anchors alone
+            Za = X[anchors] - shift
+            counts = np.ones(k)
+            sums = np.ascontiguousarray(Za)
+            scatters = np.einsum("kd,ke->kde", Za, Za)
+        else:
+            _, counts, sums, scatters = best
+        comps = self._weighted_components(model, counts, sums, scatters, shift)
+        if k == 2:
+            # side 0 is the component under which anchor i is likelier (relative to j)
+            means, chols, log_consts = comps
+            dens = np.empty((2, 2))
+            for t in range(2):
+                v = (X[anchors] - means[t]) @ chols[t]
+                dens[:, t] = log_consts[t] - 0.5 * np.einsum("nd,nd->n", v, v)
+            if dens[0, 1] - dens[0, 0] > dens[1, 1] - dens[1, 0]:
+                comps = tuple(np.ascontiguousarray(c[::-1]) for c in comps)
+        return comps
+
+    def _fitted_allocate(self, X, shift, anchors, members, comps, key, forced, mode, side):
+        """The fitted proposal ``q_F``: anchors on their sides, then one pass in which each
+        member independently takes side ``s`` with the fitted responsibility (``SAMPLE``
+        with the key ``key``, or ``SCORE_FORCED`` at ``forced``). Returns what
+        :meth:`_allocate` returns."""
+        k = len(anchors)
+        m = members.shape[0]
+        c, s_, q_, log_q = self._pass(X, shift, members, m, comps, key, forced, mode, side,
+                                      k)
+        for t, a in enumerate(anchors):
+            x = X[a] - shift
+            c[t] += 1
+            s_[t] += x
+            q_[t] += np.tril(np.outer(x, x))
+        return c, s_, q_, log_q
+
+    def _mixture_keys(self, rng, sample):
+        """The fitted proposal's draws for one proposal (none when ``fitted_rate`` is 0):
+        the fit's key and, for a sample, the pass's key and the choice of ``q_F``."""
+        if float(self.fitted_rate) <= 0.0:
+            return None
+        fit_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        if not sample:
+            return fit_key, 0, False
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        return fit_key, key, bool(rng.random() < float(self.fitted_rate))
+
+    def _mixture_allocate(self, model, X, shift, anchors, members, stage_key, key, forced,
+                          mode, side, keys, fitted=None):
+        """The proposal mixture ``q = w q_F + (1 - w) q_S`` (``w = fitted_rate``): a sample
+        from ``q_F`` or ``q_S`` as ``keys`` chose (``SAMPLE``), or the current sides
+        ``forced`` (``SCORE_FORCED``), and ``log q`` of the sides taken, both densities
+        evaluated. ``keys`` is :meth:`_mixture_keys`'s (``None``: ``q_S`` alone);
+        ``fitted`` the components of :meth:`_fit_sides` if already fitted. Returns the
+        statistics and ``log q`` as :meth:`_allocate`, and the fitted components."""
+        if keys is None:
+            return self._allocate(model, X, shift, anchors, members, stage_key, key, forced,
+                                  mode, side) + (None,)
+        fit_key, fit_sample_key, use_fitted = keys
+        if fitted is None:
+            fitted = self._fit_sides(model, X, shift, anchors, members, fit_key)
+        scratch = np.empty(members.shape[0], dtype=np.int64)
+        if mode == SAMPLE and use_fitted:
+            result = self._fitted_allocate(X, shift, anchors, members, fitted,
+                                           fit_sample_key, _EMPTY_INT, SAMPLE, side)
+            log_f = result[3]
+            log_s = self._allocate(model, X, shift, anchors, members, stage_key, 0, side,
+                                   SCORE_FORCED, scratch)[3]
+        else:
+            result = self._allocate(model, X, shift, anchors, members, stage_key, key,
+                                    forced, mode, side)
+            log_s = result[3]
+            log_f = self._fitted_allocate(X, shift, anchors, members, fitted, 0,
+                                          side if mode == SAMPLE else forced, SCORE_FORCED,
+                                          scratch)[3]
+        w = float(self.fitted_rate)
+        log_q = float(np.logaddexp(math.log(w) + log_f,
+                                   math.log1p(-w) + log_s if w < 1.0 else -np.inf))
+        return result[0], result[1], result[2], log_q, fitted
 
     def _compact(self, state):
         """Drop the clusters that merges emptied; labels ``0 .. K - 1`` again."""

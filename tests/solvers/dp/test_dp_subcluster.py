@@ -6,7 +6,8 @@
 2. Exact posterior on six rows (the enumerated partition posterior): the full sweep with
    the default blocks, the full sweep with two-row blocks, the proposals alone and the
    slice row step alone (each must leave the posterior invariant by itself: the split and
-   merge moves are each other's reverse, and so are the three-cluster ones).
+   merge moves are each other's reverse, and so are the three-cluster ones), the moves
+   with the fitted proposal's mixture, and a deliberately wrong mixture ratio that fails.
 3. Prior recovery with a flat likelihood: E[K] is the CRP's.
 4. Recovery of well separated Gaussians from one cluster; determinism for any number of
    threads; the estimator.
@@ -25,6 +26,7 @@ from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
 from sklearn_ibp.priors.crp import expected_n_clusters
 from sklearn_ibp.solvers.dp import SubclusterDP
 from sklearn_ibp.solvers.dp._dp_subcluster_kernels import (
+    SAMPLE,
     STATS_ONLY,
     assign_blocks,
     row_uniforms,
@@ -158,6 +160,26 @@ class AllMovesOnly(ProposalsOnly):
     three_cluster_rate = 0.3
 
 
+class FittedProposalsOnly(ProposalsOnly):
+    """The split and merge moves alone with the proposal mixture ``w q_F + (1 - w) q_S``
+    at ``w = 1/2`` (the fitted proposal: a two-component fit of the union)."""
+
+    fitted_rate = 0.5
+
+
+class FittedOnly(ProposalsOnly):
+    """The fitted proposal alone (``w = 1``): still exact, ``q_F`` of any division is
+    positive."""
+
+    fitted_rate = 1.0
+
+
+class AllMovesFittedOnly(AllMovesOnly):
+    """All the moves alone, each two- and three-cluster move with the proposal mixture."""
+
+    fitted_rate = 0.5
+
+
 class RowStepOnly(SubclusterDP):
     """The slice row step alone (it can open and close clusters by itself)."""
 
@@ -181,19 +203,25 @@ def tiny_posterior():
 # while 1500 independent chains of 40 such sweeps gave p = 0.40.
 # Those figures are of the moves before issue 24; with the staged allocation all pass at
 # seed 0. With the reallocations and three-cluster moves enabled (all moves only), p = 0.094
-# at seed 0 (and 0.45 with reallocations at rate 1/3 alone, thinned by 6).
+# at seed 0 (and 0.45 with reallocations at rate 1/3 alone, thinned by 6). The fitted
+# proposal (issue 24): the mixture at w = 1/2, q_F alone and all moves with the mixture
+# pass at seed 0; the wrong mixture ratio below fails.
 EXACT = [
     (SubclusterDP(n_proposals=2), 2000, 3),
     (TinyBlocks(n_proposals=4), 1500, 3),
     (ProposalsOnly(n_proposals=6), 1500, 2),
     (AllMovesOnly(n_proposals=6), 1500, 2),
     (RowStepOnly(), 2000, 3),
+    (FittedProposalsOnly(n_proposals=6), 1500, 2),
+    (FittedOnly(n_proposals=6), 1500, 2),
+    (AllMovesFittedOnly(n_proposals=6), 1500, 2),
 ]
 
 
 @pytest.mark.parametrize("solver, n_samples, thin", EXACT,
                          ids=["sweep", "tiny_blocks", "proposals_only", "all_moves_only",
-                              "row_step_only"])
+                              "row_step_only", "fitted_mixture_only", "fitted_only",
+                              "all_moves_fitted_only"])
 def test_histogram_matches_enumerated_posterior(tiny_posterior, solver, n_samples, thin):
     state, keys = run_chain(solver, NormalWishartBase(**NW_FIXED), X_TINY, ALPHA_TINY,
                             n_samples * thin, seed=0, record=key_of, thin=thin, burn_in=20)
@@ -203,6 +231,35 @@ def test_histogram_matches_enumerated_posterior(tiny_posterior, solver, n_sample
     if not isinstance(solver, RowStepOnly):
         log = state.stats["subcluster"]
         assert log["splits_accepted"] > 300 and log["merges_accepted"] > 300
+
+
+class WrongMixtureRatio(FittedProposalsOnly):
+    """A deliberately wrong ratio: the mixture's density ``w q_F + (1 - w) q_S`` replaced
+    by the weighted density of one of its components, the one the split drew from (a
+    merge: ``q_S``'s), as if the reverse move knew the choice between ``q_F`` and ``q_S``."""
+
+    def _mixture_allocate(self, model, X, shift, anchors, members, stage_key, key, forced,
+                          mode, side, keys, fitted=None):
+        w = self.fitted_rate
+        if mode == SAMPLE and keys[2]:
+            comps = fitted if fitted is not None else self._fit_sides(
+                model, X, shift, anchors, members, keys[0])
+            c, s_, q_, log_q = self._fitted_allocate(X, shift, anchors, members, comps,
+                                                     keys[1], forced, mode, side)
+            return c, s_, q_, math.log(w) + log_q, comps
+        c, s_, q_, log_q = self._allocate(model, X, shift, anchors, members, stage_key, key,
+                                          forced, mode, side)
+        return c, s_, q_, math.log1p(-w) + log_q, fitted
+
+
+def test_wrong_mixture_ratio_fails(tiny_posterior):
+    """The enumeration test can fail: with the mixture density replaced by one of its
+    components in the ratio the chain leaves the posterior (p below 1e-10 at seed 0)."""
+    _, keys = run_chain(WrongMixtureRatio(n_proposals=6), NormalWishartBase(**NW_FIXED),
+                        X_TINY, ALPHA_TINY, 1500 * 2, seed=0, record=key_of, thin=2,
+                        burn_in=20)
+    _, _, p_value, _, _ = chi_square_against(tiny_posterior, keys)
+    assert p_value < 1e-10, p_value
 
 
 # ------------------------------------------------------------------ 3. prior recovery
