@@ -343,12 +343,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 "fitting a dask.array needs a distributed client: start one first, e.g. "
                 "distributed.Client(distributed.LocalCluster()); the fit runs on the "
                 "current client (distributed.get_client()).") from exc
-        if X.ndim != 2:
-            raise ValueError(
-                f"X must be a 2-D dask array of shape (n_samples, n_features); got "
-                f"{X.ndim} dimension(s).")
-        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
-            raise TypeError(f"X must hold numbers; got a dask array of dtype {X.dtype}.")
+        _check_dask_layout(X)
         if any(np.isnan(c) for c in X.chunks[0]) or np.isnan(X.shape[1]):
             raise ValueError(
                 "X must have known chunk sizes (call X.compute_chunk_sizes()).")
@@ -568,12 +563,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         import dask
         import dask.array as da
 
-        if X.ndim != 2:
-            raise ValueError(
-                f"X must be a 2-D dask array of shape (n_samples, n_features); got "
-                f"{X.ndim} dimension(s).")
-        if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
-            raise TypeError(f"X must hold numbers; got a dask array of dtype {X.dtype}.")
+        _check_dask_layout(X)
         if not np.isnan(X.shape[1]) and X.shape[1] != self.n_features_in_:
             raise ValueError(
                 f"X has {X.shape[1]} features, but {type(self).__name__} is expecting "
@@ -817,6 +807,17 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
     @property
     def _n_features_out(self):
         return self.n_components_
+
+
+def _check_dask_layout(X):
+    """Refuse a ``dask.array`` that is not 2-D or does not hold numbers (its values are
+    checked on the workers)."""
+    if X.ndim != 2:
+        raise ValueError(
+            f"X must be a 2-D dask array of shape (n_samples, n_features); got "
+            f"{X.ndim} dimension(s).")
+    if not (np.issubdtype(X.dtype, np.number) or np.issubdtype(X.dtype, np.bool_)):
+        raise TypeError(f"X must hold numbers; got a dask array of dtype {X.dtype}.")
 
 
 def _is_dask_array(X):

@@ -1009,40 +1009,28 @@ class SubclusterDP(BaseDPSolver):
         return counts, sums, scatters, log_q
 
     @staticmethod
-    def _allocation_components(model, counts, sums, scatters, shift):
+    def _allocation_components(model, counts, sums, scatters, shift, weighted=False):
         """The allocation densities of a stage: each side's Gaussian at its posterior mean
-        with its expected precision ``(nu + n) W*^-1``, weighted by the side's count."""
-        D = sums.shape[1]
-        k = counts.shape[0]
-        means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
-        for t in range(k):
-            n, mean, W_star = model.base.posterior_statistics_from_sums(
-                int(counts[t]), sums[t], scatters[t], shift)
-            P, ok = cholesky_lower(np.ascontiguousarray(
-                np.linalg.inv(W_star) * (model.base.dof_ + n)))
-            means[t], chols[t] = mean, P
-            log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
-        return means, chols, log_consts
+        with its expected precision ``(nu + n) W*^-1``, weighted by the side's count.
 
-    # -- the fitted proposal and the proposal mixture -------------------------------------
-    @staticmethod
-    def _weighted_components(model, counts, sums, scatters, shift):
-        """:meth:`_allocation_components` for real-valued (responsibility-weighted)
-        counts."""
+        ``weighted``: the counts are real (responsibility-weighted, the fitted proposal's),
+        and a precision that is not positive definite raises FloatingPointError."""
         D = sums.shape[1]
         k = counts.shape[0]
         means, chols, log_consts = np.empty((k, D)), np.empty((k, D, D)), np.empty(k)
         for t in range(k):
             n, mean, W_star = model.base.posterior_statistics_from_sums(
-                float(counts[t]), sums[t], scatters[t], shift)
+                float(counts[t]) if weighted else int(counts[t]), sums[t], scatters[t],
+                shift)
             P, ok = cholesky_lower(np.ascontiguousarray(
                 np.linalg.inv(W_star) * (model.base.dof_ + n)))
-            if not ok:
+            if weighted and not ok:
                 raise FloatingPointError("the fitted precision is not positive definite.")
             means[t], chols[t] = mean, P
             log_consts[t] = math.log(counts[t]) + float(np.sum(np.log(np.diag(P))))
         return means, chols, log_consts
 
+    # -- the fitted proposal and the proposal mixture -------------------------------------
     def _fit_sides(self, model, X, shift, anchors, members, fit_key):
         """The components of the fitted proposal ``q_F``: EM for a mixture of one Gaussian
         per anchor on at most ``fit_rows`` rows of the union, drawn with replacement at the
@@ -1092,7 +1080,8 @@ class SubclusterDP(BaseDPSolver):
             scatters = np.einsum("kd,ke->kde", Za, Za)
         else:
             _, counts, sums, scatters = best
-        comps = self._weighted_components(model, counts, sums, scatters, shift)
+        comps = self._allocation_components(model, counts, sums, scatters, shift,
+                                             weighted=True)
         if k == 2:
             # side 0 is the component under which anchor i is likelier (relative to j)
             means, chols, log_consts = comps
