@@ -54,6 +54,16 @@ CENTRES = 6.0 * np.stack([np.cos(np.arange(8) * math.pi / 4),
                           np.sin(np.arange(8) * math.pi / 4)], axis=1)
 
 
+
+def _print_memory(client):
+    """The workers' peak and current memory, and this process's peak resident set."""
+    memory = client.run(_worker_memory)
+    print("worker memory: " + "; ".join(
+        f"peak {peak / 2**30:.2f} GiB, now {now / 2**30:.2f} GiB"
+        for peak, now in memory.values()))
+    root = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+    print(f"root peak resident set: {root / 2**30:.2f} GiB")
+
 def _place(z, noise):
     return CENTRES[z[:, 0]] + noise
 
@@ -172,12 +182,7 @@ def main(argv=None):
         (m, _), wall, cpu = timed(client, two_cluster_pass)
         print(f"two-cluster pass ({m} rows: select + ARGMAX): {wall:.3f} s wall, worker CPU "
               f"{sorted(round(v, 3) for v in cpu.values())} s")
-        memory = client.run(_worker_memory)
-        print("worker memory: " + "; ".join(
-            f"peak {peak / 2**30:.2f} GiB, now {now / 2**30:.2f} GiB"
-            for peak, now in memory.values()))
-        root = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-        print(f"root peak resident set: {root / 2**30:.2f} GiB")
+        _print_memory(client)
         walls = [w for w, _ in rows]
         print(f"median row step: {np.median(walls):.3f} s wall; worker CPU per step "
               f"{np.median([c for _, c in rows]):.3f} s "
@@ -234,12 +239,7 @@ def fit(client, n, args):
     print(f"set-up and first iteration: {ends[0] - t0:.1f} s wall")
     print(f"clusters per iteration: {model.traces_['n_clusters'][0].astype(int).tolist()}; "
           f"sizes {np.sort(model.weights_ * (n + model.alpha_)).round().astype(int)[::-1]}")
-    memory = client.run(_worker_memory)
-    print("worker memory: " + "; ".join(
-        f"peak {peak / 2**30:.2f} GiB, now {now / 2**30:.2f} GiB"
-        for peak, now in memory.values()))
-    root = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
-    print(f"root peak resident set: {root / 2**30:.2f} GiB")
+    _print_memory(client)
 
 
 def compare(store, X, comps, rng, seed):

@@ -223,6 +223,10 @@ __all__ = ["SubclusterDP"]
 _LOG_2PI = math.log(2.0 * math.pi)
 _EMPTY_INT = np.zeros(0, dtype=np.int64)
 _EMPTY_FLOAT = np.zeros(0)
+#: The counts of proposed and accepted moves a state keeps in ``stats["subcluster"]``.
+_MOVE_COUNTERS = ("splits_proposed", "splits_accepted", "merges_accepted",
+                  "reallocations_accepted", "three_merges_accepted", "three_splits_accepted",
+                  "proposals")
 
 
 #: Weight of the merge partner chosen by the softmax of the merge scores (the rest is a
@@ -422,11 +426,7 @@ class SubclusterDP(BaseDPSolver):
         state.stats["shift"] = shift
         state.stats["buffer"] = np.empty(N, dtype=np.int64)
         self._recompute(state, K)
-        state.stats["subcluster"] = {"splits_proposed": 0,
-                                     "splits_accepted": 0, "merges_accepted": 0,
-                                     "reallocations_accepted": 0,
-                                     "three_merges_accepted": 0,
-                                     "three_splits_accepted": 0, "proposals": 0}
+        state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
         return state
 
     def _initialize_store(self, store, labels, alpha):
@@ -458,11 +458,7 @@ class SubclusterDP(BaseDPSolver):
         self._recompute(state, K)
         if not (state.stats["counts"] > 0).all():
             self._drop_empty(state)
-        state.stats["subcluster"] = {"splits_proposed": 0,
-                                     "splits_accepted": 0, "merges_accepted": 0,
-                                     "reallocations_accepted": 0,
-                                     "three_merges_accepted": 0,
-                                     "three_splits_accepted": 0, "proposals": 0}
+        state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
         return state
 
     def _rows(self, state):
