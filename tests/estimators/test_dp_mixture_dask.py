@@ -191,6 +191,7 @@ def test_dask_fit_refuses_what_needs_the_rows(pair):
     ({"point_estimate": "vi"}, "point_estimate='vi'"),
     ({"point_estimate": "binder"}, "point_estimate='binder'"),
     ({"init": "kmeans"}, "init='kmeans'"),
+    ({"init": "subsample"}, "init='subsample'"),
     ({"warm_start": True}, "warm_start"),
     ({"n_chains": 2, "n_jobs": 2}, "n_jobs=2"),
     ({"base": "conditionally_conjugate"}, "cannot serve"),

@@ -321,6 +321,10 @@ class SubclusterDP(BaseDPSolver):
     bases = ("conjugate",)
     #: Splits whole clusters, so a chain can start with every row in one cluster.
     proposes_splits = True
+    #: ``DPMixture(init="auto")`` starts it from chains on nested subsamples
+    #: (:mod:`~sklearn_ibp.solvers.dp.nested_start`): at large ``N`` its chain from one
+    #: cluster keeps the first splits' cuts through Gaussians (doc/dp_mixture.rst).
+    starts_from_subsamples = True
     block_size = 2**16
     #: Probability that a proposal is a reallocation of two clusters' rows (module
     #: docstring, ``rho``; the proposals that are not reallocations or three-cluster moves
