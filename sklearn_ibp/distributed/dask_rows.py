@@ -581,6 +581,18 @@ class DaskRows:
         out = np.array(self._gather(futures), dtype=np.float64)
         return out.reshape(rows.shape[0], self.n_features)
 
+    def gather_rows(self, rows):
+        """The data of many global rows, ``(len(rows), n_features)`` in the order given:
+        one task per chunk that holds any of them (a subsample for the chain's start)."""
+        rows, chunk, local = self._locate(rows)
+        out = np.empty((rows.shape[0], self.n_features), dtype=np.float64)
+        used = np.unique(chunk)
+        futures = [self._submit(operator.getitem, self._X[c], local[chunk == c])
+                   for c in used]
+        for c, part in zip(used, self._gather(futures), strict=True):
+            out[chunk == c] = part
+        return out
+
     def as_dask_array(self):
         """The store's rows as a ``dask.array`` of its chunks on the workers."""
         import dask.array as da

@@ -263,20 +263,21 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
 
             A ``dask.array`` is fitted without loading it into this process (data larger
             than memory, see the user guide): with ``solver="subcluster"`` only (the
-            conjugate base), ``point_estimate="best_sample"`` and ``init`` "auto" or
-            "single" (a fit on a dask.array starts from one cluster), on the current
-            ``distributed`` client (``distributed.get_client()``; a ValueError if there is
-            none). The rows and their labels stay on the client's workers, in chunks of
-            whole blocks of ``SubclusterDP.block_size`` rows; ``X`` is checked there
-            (finite, its largest absolute value) and the base is initialised from its
-            moments. Then ``labels_`` (and each kept sample's ``labels``) is a
-            ``dask.array`` on the workers, each sample keeps its clusters' ``statistics``
-            (counts, sums, scatters, shift), from which ``predict``, ``predict_proba``,
-            ``score_samples`` and ``score`` compute, and the ``N x N`` quantities
-            (``coassignment_``, :meth:`leave_one_out_log_density`) are refused, as is
-            ``warm_start``. Several chains run one after the other (``n_jobs`` must then be
-            1). The chain is the in-memory chain, bit for bit, when ``X``'s moments are (one
-            chunk).
+            conjugate base), ``point_estimate="best_sample"`` and ``init`` "auto",
+            "subsample" or "single" (the subsample chains of "auto" run in this process on
+            at most 2**19 rows drawn from the workers, whose clusters then start every row
+            on the workers), on the current ``distributed`` client
+            (``distributed.get_client()``; a ValueError if there is none). The rows and
+            their labels stay on the client's workers, in chunks of whole blocks of
+            ``SubclusterDP.block_size`` rows; ``X`` is checked there (finite, its largest
+            absolute value) and the base is initialised from its moments. Then ``labels_``
+            (and each kept sample's ``labels``) is a ``dask.array`` on the workers, each
+            sample keeps its clusters' ``statistics`` (counts, sums, scatters, shift), from
+            which ``predict``, ``predict_proba``, ``score_samples`` and ``score`` compute,
+            and the ``N x N`` quantities (``coassignment_``,
+            :meth:`leave_one_out_log_density`) are refused, as is ``warm_start``. Several
+            chains run one after the other (``n_jobs`` must then be 1). The chain is the
+            in-memory chain, bit for bit, when ``X``'s moments are (one chunk).
         y : Ignored
 
         Returns
@@ -337,10 +338,10 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
                 f"point_estimate={self.point_estimate!r} needs the n_samples x n_samples "
                 "co-assignments of the kept samples; a fit on a dask.array takes "
                 "point_estimate='best_sample'.")
-        if self.init not in ("auto", "single"):
+        if self.init not in ("auto", "single", "subsample"):
             raise ValueError(
-                f"init={self.init!r} cannot start a fit on a dask.array; use init='single' "
-                "(or 'auto').")
+                f"init={self.init!r} cannot start a fit on a dask.array; use init='auto', "
+                "'subsample' or 'single'.")
         if self.warm_start:
             raise ValueError("warm_start=True is not supported for a dask.array X.")
         if self.n_chains > 1 and effective_n_jobs(self.n_jobs) > 1:
@@ -388,8 +389,12 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self._base_template = base
         self._train_moments = (n, mean, cov)
         self._X_train = None
-        self._run_chains(store, None, {"alpha": float(self.alpha)}, solver,
-                         lambda rng, solver, base, alpha: (0, alpha))
+        if self.init == "single":
+            def start(rng, solver, base, alpha):
+                return 0, alpha
+        else:  # "auto" is the nested-subsample start for this solver
+            start = functools.partial(self._store_start, store)
+        self._run_chains(store, None, {"alpha": float(self.alpha)}, solver, start)
         self._chains = []  # the stores hold the client; labels_ keeps its futures
         self._solver = solver
         self._point = self._best_sample()
@@ -402,6 +407,16 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         self.means_ = np.asarray(self._point["params"]["means"], dtype=float).copy()
         self.covariances_ = self._covariances(self._point)
         return self
+
+    def _store_start(self, store, rng, solver, base, alpha):
+        """The nested-subsample start of a chain on a row store: the subsample chains in
+        this process on at most 2**19 rows drawn from the workers, then every row drawn
+        into their clusters on the workers
+        (:func:`~sklearn_ibp.solvers.dp.nested_start.nested_subsample_start_on_store`)."""
+        from ..solvers.dp.nested_start import nested_subsample_start_on_store
+
+        return nested_subsample_start_on_store(solver, store, alpha, base, rng,
+                                               update_options=self._update_options())
 
     def _n_train(self):
         return self._train_moments[0] if self._X_train is None else self._X_train.shape[0]

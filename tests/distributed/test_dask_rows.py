@@ -348,3 +348,47 @@ def test_block_wise_anchor_norms_and_picks():
                 p, value = pick_in_segment(w, sides, rows, block_size, norms[t], t, segment,
                                            u)
                 assert p == at[k] and value == w[at[k]]
+
+
+def test_gather_rows_in_the_order_given(client, data):
+    X, _ = data
+    store = DaskRows(da.from_array(X, chunks=(70, 2)), client, block_size=BLOCK,
+                     shift=X.mean(axis=0))
+    rows = np.array([299, 0, 71, 70, 5, 140, 139])
+    np.testing.assert_array_equal(store.gather_rows(rows), X[rows])
+    with pytest.raises(ValueError, match="rows must be in"):
+        store.gather_rows([300])
+
+
+def test_a_cluster_start_on_the_store_is_the_in_memory_start(client, data):
+    """A ClusterStart (the nested-subsample start's clusters) draws every row on the
+    workers as the in-memory initialisation does, bit for bit, and puts the rows of
+    well-separated clusters where their clusters are."""
+    from sklearn_ibp.likelihoods.normal_wishart import NormalWishartBase
+    from sklearn_ibp.solvers.dp.nested_start import ClusterStart
+
+    X, _ = data
+    truth = np.clip(np.rint(X.mean(axis=1) / 3.0), 0, 3).astype(int)  # the four groups
+    base = NormalWishartBase()
+    base.initialize(X, np.random.default_rng(0))
+    shift = X.mean(axis=0)
+    Z = X - shift
+    K_true = truth.max() + 1
+    start = ClusterStart(
+        np.bincount(truth, minlength=K_true),
+        np.stack([Z[truth == k].sum(0) for k in range(K_true)]),
+        np.stack([Z[truth == k].T @ Z[truth == k] for k in range(K_true)]), shift)
+    solver = _solver()
+    in_memory = solver.initialize(X, start, 1.0, base, np.random.default_rng(3))
+    store = DaskRows(da.from_array(X, chunks=(70, 2)), client, block_size=BLOCK,
+                     shift=shift)
+    on_store = solver.initialize(store, start, 1.0, base, np.random.default_rng(3))
+    np.testing.assert_array_equal(store.gather_labels(), in_memory.labels)
+    for name in ("counts", "sums", "scatters"):
+        np.testing.assert_array_equal(on_store.stats[name], in_memory.stats[name])
+    assert on_store.n_clusters == in_memory.n_clusters
+    # rows far from the groups' boundaries are in their group's cluster
+    clear = np.abs(X.mean(axis=1) / 3.0 - truth) < 0.25
+    from sklearn.metrics import adjusted_rand_score
+
+    assert adjusted_rand_score(truth[clear], in_memory.labels[clear]) > 0.95

@@ -5,6 +5,7 @@ import warnings
 
 import numpy as np
 import pytest
+from sklearn.metrics import adjusted_rand_score
 
 from sklearn_ibp import DPMixture
 from sklearn_ibp.solvers.dp.dp_subcluster import SubclusterDP
@@ -191,7 +192,6 @@ def test_dask_fit_refuses_what_needs_the_rows(pair):
     ({"point_estimate": "vi"}, "point_estimate='vi'"),
     ({"point_estimate": "binder"}, "point_estimate='binder'"),
     ({"init": "kmeans"}, "init='kmeans'"),
-    ({"init": "subsample"}, "init='subsample'"),
     ({"warm_start": True}, "warm_start"),
     ({"n_chains": 2, "n_jobs": 2}, "n_jobs=2"),
     ({"base": "conditionally_conjugate"}, "cannot serve"),
@@ -227,3 +227,24 @@ def test_dask_fit_of_several_chunks_and_chains(client):
         np.testing.assert_array_equal(np.bincount(labels), sample["statistics"]["counts"])
     assert model.predict(X).shape == (200,)
     assert np.isfinite(model.score(X))
+
+
+def test_dask_fit_starts_from_subsample_chains(client, monkeypatch):
+    """With more rows than the start brings into this process, the subsample chains run on
+    a draw of the rows and their clusters start every row on the workers: the chain starts
+    with the four blobs (not one cluster) and keeps them."""
+    from sklearn_ibp.solvers.dp import nested_start
+
+    monkeypatch.setattr(nested_start, "STORE_ROWS", 500)
+    monkeypatch.setattr(nested_start, "FIRST_SIZE", 200)
+    rng = np.random.default_rng(7)
+    centres = np.array([[0.0, 0.0], [8.0, 0.0], [0.0, 8.0], [8.0, 8.0]])
+    y = rng.integers(0, 4, 2400)
+    X = centres[y] + rng.standard_normal((2400, 2))
+    model = DPMixture(**{**_fit_kwargs(), "n_iter": 3, "burn_in": 0}).fit(
+        da.from_array(X, chunks=(640, 2)))
+    assert model.traces_["n_clusters"][0, 0] >= 4
+    assert adjusted_rand_score(y, model.labels_.compute()) > 0.95
+    single = DPMixture(**{**_fit_kwargs(), "n_iter": 3, "burn_in": 0,
+                          "init": "single"}).fit(da.from_array(X, chunks=(640, 2)))
+    assert single.traces_["n_clusters"][0, 0] < model.traces_["n_clusters"][0, 0]

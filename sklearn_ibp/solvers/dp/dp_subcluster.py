@@ -217,6 +217,7 @@ from ._dp_subcluster_kernels import (
     row_uniforms,
 )
 from ._dp_subcluster_rows import ArrayMembers, MemoryRows
+from .nested_start import ClusterStart
 
 __all__ = ["SubclusterDP"]
 
@@ -413,9 +414,12 @@ class SubclusterDP(BaseDPSolver):
         cluster's sufficient statistics."""
         self._component_model(base)
         if _is_row_store(X):
-            return self._initialize_store(X, labels, alpha)
+            return self._initialize_store(X, labels, alpha, base, rng)
         X = np.array(X, dtype=np.float64, order="C", copy=True)
         N, D = X.shape
+        start = None
+        if isinstance(labels, ClusterStart):
+            start, labels = labels, np.zeros(N, dtype=np.int64)
         labels = np.asarray(labels, dtype=np.int64)
         _, labels = np.unique(labels, return_inverse=True)
         labels = np.ascontiguousarray(labels.reshape(-1), dtype=np.int64)
@@ -429,15 +433,23 @@ class SubclusterDP(BaseDPSolver):
         state = MixtureState(X=X, labels=labels, n_clusters=K, alpha=float(alpha))
         state.stats["shift"] = shift
         state.stats["buffer"] = np.empty(N, dtype=np.int64)
+        if start is not None:
+            K = state.n_clusters = self._draw_start_labels(MemoryRows(self, state), start,
+                                                           base, rng)
         self._recompute(state, K)
         state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
+        if not (state.stats["counts"] > 0).all():
+            self._drop_empty(state)
         return state
 
-    def _initialize_store(self, store, labels, alpha):
+    def _initialize_store(self, store, labels, alpha, base, rng):
         """A chain state on a Dask row store (:class:`~sklearn_ibp.distributed.dask_rows.
         DaskRows`): its labels are set to ``labels`` (an int puts every row in that
-        cluster; an array is for small ``N``); ``X`` and the labels stay on the workers
-        (``state.X`` is the store's rows as a ``dask.array``, ``state.labels`` None)."""
+        cluster; an array is for small ``N``; a
+        :class:`~sklearn_ibp.solvers.dp.nested_start.ClusterStart` draws every row into
+        one of its clusters, one pass on the workers); ``X`` and the labels stay on the
+        workers (``state.X`` is the store's rows as a ``dask.array``, ``state.labels``
+        None)."""
         if int(store.block_size) != int(self.block_size):
             raise ValueError(
                 f"the row store's block_size ({store.block_size}) must be the solver's "
@@ -446,7 +458,10 @@ class SubclusterDP(BaseDPSolver):
             raise ValueError(
                 "reallocation_rate, three_cluster_rate and fitted_rate must be 0 for rows on "
                 "a Dask cluster (those moves are not routed through the row store).")
-        if isinstance(labels, Integral):
+        if isinstance(labels, ClusterStart):
+            store.set_labels(0)
+            K = self._draw_start_labels(store, labels, base, rng)
+        elif isinstance(labels, Integral):
             K = int(labels) + 1
             store.set_labels(int(labels))
         else:
@@ -464,6 +479,23 @@ class SubclusterDP(BaseDPSolver):
             self._drop_empty(state)
         state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
         return state
+
+    def _draw_start_labels(self, rows_of, start, base, rng):
+        """Every row (all in cluster 0 on entry) drawn into one of the clusters of
+        ``start`` (a :class:`~sklearn_ibp.solvers.dp.nested_start.ClusterStart`) with
+        probability ``n_k N(x | mu_k, S_k^-1) / Z``, ``(mu_k, S_k)`` a posterior draw: the
+        row step's pass (``rows_of``, in memory or on the store) with every ``log pi =
+        0``, so that every component is above every row's slice, and the weights in the
+        components' constants. Returns the number of clusters."""
+        model = self._component_model(base)
+        counts = np.asarray(start.counts, dtype=np.int64)
+        C = counts.shape[0]
+        comps = self._draw_components(model, counts, start.sums, start.scatters,
+                                      start.shift, np.log(counts.astype(float)), rng)
+        key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
+        rows_of.row_step(comps, key, np.zeros(C), slice_key)
+        return C
 
     def _rows(self, state):
         """The chain's row backend: the Dask row store, or the state's arrays."""

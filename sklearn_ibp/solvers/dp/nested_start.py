@@ -32,15 +32,40 @@ subsample before the full data; no source text gives it.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
-__all__ = ["nested_subsample_start"]
+__all__ = ["ClusterStart", "nested_subsample_start", "nested_subsample_start_on_store"]
 
 #: Rows of the first subsample and sweeps per subsample (``DPMixture(init="subsample")``).
 FIRST_SIZE = 2000
 SWEEPS = 10
 #: Rows whose assignment is computed at once (the ``(rows, K)`` log-density matrix).
 _ASSIGN_BLOCK = 2**16
+#: The start on a row store brings at most this many rows into this process, and at most
+#: ``_STORE_VALUES / n_features`` (32 MiB of float64).
+STORE_ROWS = 2**19
+_STORE_VALUES = 2**22
+
+
+@dataclass(frozen=True)
+class ClusterStart:
+    """A start given by clusters, not labels: each row is drawn into cluster ``k`` with
+    probability proportional to ``n_k N(x | mu_k, S_k^-1)``, ``(mu_k, S_k)`` a posterior
+    draw given the cluster's statistics (``counts``; ``sums`` and ``scatters`` of the rows
+    minus ``shift``). What :func:`nested_subsample_start_on_store` gives
+    :meth:`SubclusterDP.initialize <sklearn_ibp.solvers.dp.SubclusterDP.initialize>` for
+    rows on a Dask cluster."""
+
+    counts: np.ndarray
+    sums: np.ndarray
+    scatters: np.ndarray
+    shift: np.ndarray
+
+
+def _one_cluster(X_sub, rng):
+    return np.zeros(X_sub.shape[0], dtype=np.int64)
 
 
 def _assign_rows(solver, state, base, X_new, rng):
@@ -60,7 +85,7 @@ def _assign_rows(solver, state, base, X_new, rng):
 
 
 def nested_subsample_start(solver, X, alpha, base, rng, first_partition, *, update_options,
-                           first_size=FIRST_SIZE, sweeps=SWEEPS):
+                           first_size=None, sweeps=None):
     """The starting partition of a chain on ``X`` from chains on nested subsamples (module
     docstring).
 
@@ -83,8 +108,9 @@ def nested_subsample_start(solver, X, alpha, base, rng, first_partition, *, upda
         chain.
     update_options : dict
         Keyword arguments of ``solver.update_state`` after each sweep.
-    first_size, sweeps : int
-        Rows of the first subsample, and sweeps per subsample.
+    first_size, sweeps : int or None
+        Rows of the first subsample, and sweeps per subsample (None: the module's
+        ``FIRST_SIZE`` and ``SWEEPS``, 2,000 and 10).
 
     Returns
     -------
@@ -93,6 +119,8 @@ def nested_subsample_start(solver, X, alpha, base, rng, first_partition, *, upda
     alpha : float
         ``alpha`` after the subsample sweeps (the argument if there were none).
     """
+    first_size = FIRST_SIZE if first_size is None else int(first_size)
+    sweeps = SWEEPS if sweeps is None else int(sweeps)
     N = X.shape[0]
     if N <= first_size:
         return np.asarray(first_partition(X, rng), dtype=np.int64), float(alpha)
@@ -115,3 +143,46 @@ def nested_subsample_start(solver, X, alpha, base, rng, first_partition, *, upda
     out = np.empty(N, dtype=np.int64)
     out[order] = labels
     return out, alpha
+
+
+def nested_subsample_start_on_store(solver, store, alpha, base, rng, *, update_options,
+                                    first_size=None, sweeps=None, max_rows=None):
+    """The nested-subsample start of a sub-cluster chain whose rows are on a Dask cluster
+    (:class:`~sklearn_ibp.distributed.dask_rows.DaskRows`).
+
+    At most ``max_rows`` rows (None: ``STORE_ROWS``, 2**19) and ``2**22 / n_features``
+    (32 MiB of values), and at least ``first_size``, drawn uniformly
+    without replacement, come into this process. With all ``N`` rows within that, this is
+    :func:`nested_subsample_start` on them (labels for the store). Otherwise the nested
+    start runs on the drawn rows, then ``sweeps`` sweeps on all of them, and the result is
+    a :class:`ClusterStart` of their clusters, from which the solver draws every row of
+    the store (one pass on the workers).
+
+    Returns
+    -------
+    start : ndarray of shape (n_samples,) or ClusterStart
+    alpha : float
+    """
+    first_size = FIRST_SIZE if first_size is None else int(first_size)
+    sweeps = SWEEPS if sweeps is None else int(sweeps)
+    max_rows = STORE_ROWS if max_rows is None else int(max_rows)
+    N, D = int(store.n_samples), int(store.n_features)
+    cap = max(first_size, min(max_rows, _STORE_VALUES // max(1, D)))
+    if N <= cap:
+        X_sub = store.gather_rows(np.arange(N))
+        return nested_subsample_start(solver, X_sub, alpha, base, rng, _one_cluster,
+                                      update_options=update_options,
+                                      first_size=first_size, sweeps=sweeps)
+    rows = np.sort(rng.choice(N, size=cap, replace=False))
+    X_sub = store.gather_rows(rows)
+    labels, alpha = nested_subsample_start(solver, X_sub, alpha, base, rng, _one_cluster,
+                                           update_options=update_options,
+                                           first_size=first_size, sweeps=sweeps)
+    state = solver.initialize(X_sub, labels, alpha, base, rng)
+    for _ in range(int(sweeps)):
+        solver.sweep(state, base, rng)
+        solver.update_state(state, base, rng, **update_options)
+    st = state.stats
+    return (ClusterStart(st["counts"].copy(), st["sums"].copy(), st["scatters"].copy(),
+                         np.array(st["shift"], dtype=np.float64)),
+            float(state.alpha))
