@@ -29,9 +29,11 @@ Run from the repository root::
       the same criterion.
 
 2. ``--d32``: D = 32, 20 clusters, N = 1e6 (``--n`` to change): the sub-cluster chain
-   (100 iterations or ``--iters``) against ``BayesianGaussianMixture(n_components=40,
-   weight_concentration_prior_type="dirichlet_process")``: fit seconds and held-out mean
-   log-likelihood (the sub-cluster chain's last state's posterior predictive).
+   (100 iterations or ``--iters``, from the start of ``--start``) against
+   ``BayesianGaussianMixture(n_components=40, weight_concentration_prior_type=
+   "dirichlet_process")`` (``max_iter`` 100, or ``--bgm-max-iter``): fit seconds and
+   held-out mean log-likelihood (the sub-cluster chain's last state's posterior
+   predictive).
 
 Thread counts need free cores to show a speed-up: the load average is printed.
 """
@@ -174,7 +176,7 @@ def held_out_subcluster(state, base, X_new):
     return float(np.mean(logsumexp(np.column_stack(terms), axis=1)))
 
 
-def experiment_d32(n_samples, iters, n_threads):
+def experiment_d32(n_samples, iters, n_threads, bgm_max_iter=100):
     from sklearn.mixture import BayesianGaussianMixture
 
     print(f"\n== D = 32, 20 Gaussians, N = {n_samples:,} (load {_load()}) ==")
@@ -188,20 +190,29 @@ def experiment_d32(n_samples, iters, n_threads):
     base.initialize(X, rng)
     solver = SOLVER[0](n_threads=n_threads)
     t0 = time.perf_counter()
-    state = solver.initialize(X, np.zeros(n_samples, dtype=np.int64), 1.0, base, rng)
+    labels, alpha = np.zeros(n_samples, dtype=np.int64), 1.0
+    if START[0] == "subsample":
+        labels, alpha = nested_subsample_start(
+            solver, X, alpha, base, rng, lambda X_sub, rng: np.zeros(X_sub.shape[0], np.int64),
+            update_options={})
+    start = time.perf_counter() - t0
+    state = solver.initialize(X, labels, alpha, base, rng)
     for _ in range(iters):
         _iterate(solver, state, base, rng)
     fit = time.perf_counter() - t0
     big = int(np.sum(state.counts >= 0.01 * n_samples))
-    print(f"subcluster: {iters} iterations {fit:.1f} s, K {state.n_clusters} ({big} >= 1%), "
+    print(f"subcluster (start {START[0]}: {start:.1f} s): {iters} iterations {fit:.1f} s "
+          f"in all, K {state.n_clusters} ({big} >= 1%), "
           f"ARI {adjusted_rand_score(y, state.labels):.3f}, held-out "
           f"{held_out_subcluster(state, base, X_new):.3f} (load {_load()})", flush=True)
     t0 = time.perf_counter()
-    bgm = BayesianGaussianMixture(n_components=40, random_state=0,
+    bgm = BayesianGaussianMixture(n_components=40, random_state=0, max_iter=bgm_max_iter,
                                   weight_concentration_prior_type="dirichlet_process")
-    bgm.fit(X)
+    with threadpool_limits(n_threads):  # BLAS threads: as many as the chain's
+        bgm.fit(X)
     fit = time.perf_counter() - t0
-    print(f"BayesianGaussianMixture(40, dp): {fit:.1f} s, ARI "
+    print(f"BayesianGaussianMixture(40, dp, max_iter={bgm_max_iter}): {fit:.1f} s, "
+          f"{bgm.n_iter_} EM iterations, converged {bgm.converged_}, ARI "
           f"{adjusted_rand_score(y, bgm.predict(X)):.3f}, held-out "
           f"{bgm.score(X_new):.3f} (load {_load()})", flush=True)
 
@@ -219,6 +230,8 @@ def main():
     parser.add_argument("--first-seed", type=int, default=0,
                         help="seeds first-seed .. first-seed + seeds - 1 (to split a run "
                              "over processes)")
+    parser.add_argument("--bgm-max-iter", type=int, default=100,
+                        help="--d32: BayesianGaussianMixture's max_iter (its default 100)")
     parser.add_argument("--start", choices=("subsample", "single"), default="subsample",
                         help="the sub-cluster chains' start (DPMixture's init)")
     parser.add_argument("--fitted-rate", type=float, default=None,
@@ -237,7 +250,7 @@ def main():
     threads = (1,) if args.threads == 1 else (1, args.threads)
     with threadpool_limits(1):
         if args.d32:
-            experiment_d32(args.n or 1_000_000, args.iters, args.threads)
+            experiment_d32(args.n or 1_000_000, args.iters, args.threads, args.bgm_max_iter)
             return
         if args.quick:
             sizes = [10_000, 100_000] if args.n is None else [args.n]

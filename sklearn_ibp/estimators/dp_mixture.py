@@ -123,7 +123,7 @@ class DPMixture(ClassNamePrefixFeaturesOutMixin, ClusterMixin, TransformerMixin,
         (``"split_merge"``) and ``"kmeans"`` otherwise. A k-means start is a local mode
         that split-merge rarely leaves: on 8 Gaussians it kept 10-11 clusters where the
         single start finds 8; at a million rows the single start keeps Gaussians cut by
-        its first splits, which the subsample start avoids (8 Gaussians in 18 of 20
+        its first splits, which the subsample start avoids (8 Gaussians in 20 of 20
         seeds at the first sweep against 0 of 10 within 100; see the user guide).
     point_estimate : {"vi", "binder", "best_sample"}, default="vi"
         What ``labels_`` (and so ``fit_predict``) reports: the partition that minimises

@@ -13,8 +13,9 @@ flat enough for the split and merge moves to repair such cuts within a few sweep
 The start
 ---------
 The chain is first run on nested random subsamples of the rows: ``first_size`` rows from
-one cluster (or from the solver's own start, k-means, for a solver that does not split
-clusters), ``sweeps`` sweeps with the estimator's hyperparameter updates; then the
+one cluster, ``sweeps`` sweeps with the estimator's hyperparameter updates (by the solver's
+``for_subsamples()`` where it has one: the sub-cluster sampler with its reallocation and
+three-cluster moves, cheap on a subsample and what removes the traps there); then the
 subsample doubles: the rows that join are each put in the cluster that gives it the
 highest ``log n_k + log f(x | theta_k)`` under a posterior draw ``theta`` of the current
 clusters' parameters, and the chain continues on the doubled subsample from that
@@ -62,6 +63,13 @@ class ClusterStart:
     sums: np.ndarray
     scatters: np.ndarray
     shift: np.ndarray
+
+
+def _subsample_solver(solver):
+    """The solver of the subsample chains: ``solver.for_subsamples()`` where the solver
+    has one (the sub-cluster sampler enables its extra moves there), else ``solver``."""
+    for_subsamples = getattr(solver, "for_subsamples", None)
+    return solver if for_subsamples is None else for_subsamples()
 
 
 def _one_cluster(X_sub, rng):
@@ -121,6 +129,7 @@ def nested_subsample_start(solver, X, alpha, base, rng, first_partition, *, upda
     """
     first_size = FIRST_SIZE if first_size is None else int(first_size)
     sweeps = SWEEPS if sweeps is None else int(sweeps)
+    solver = _subsample_solver(solver)
     N = X.shape[0]
     if N <= first_size:
         return np.asarray(first_partition(X, rng), dtype=np.int64), float(alpha)
@@ -178,6 +187,7 @@ def nested_subsample_start_on_store(solver, store, alpha, base, rng, *, update_o
     labels, alpha = nested_subsample_start(solver, X_sub, alpha, base, rng, _one_cluster,
                                            update_options=update_options,
                                            first_size=first_size, sweeps=sweeps)
+    solver = _subsample_solver(solver)
     state = solver.initialize(X_sub, labels, alpha, base, rng)
     for _ in range(int(sweeps)):
         solver.sweep(state, base, rng)

@@ -74,6 +74,16 @@ def test_new_rows_go_to_the_cluster_of_highest_weighted_density():
     np.testing.assert_array_equal(got, [0, 1, 2, 3])
 
 
+def test_subsample_chains_run_the_extra_moves_on_a_copy():
+    solver = SubclusterDP(n_proposals=3)
+    warm = solver.for_subsamples()
+    assert warm is not solver and warm.n_proposals == 3
+    assert warm.reallocation_rate == SubclusterDP.subsample_reallocation_rate > 0
+    assert warm.three_cluster_rate == SubclusterDP.subsample_three_cluster_rate > 0
+    assert solver.reallocation_rate == 0 and solver.three_cluster_rate == 0
+    assert "reallocation_rate" not in vars(solver)
+
+
 # ------------------------------------------------------------------ 2. the contract
 def test_partition_of_every_row_reproducible_and_input_untouched():
     X, y = _blobs(3000, seed=1)
