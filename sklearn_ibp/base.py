@@ -453,7 +453,11 @@ class BaseIBPSampler(BaseEstimator):
             chains = []
             for seed in _chain_seeds(self.random_state, self.n_chains):
                 rng = np.random.default_rng(seed)
-                state = self._initialize_chain(solver, X, hyper, init_Z, rng)
+                # one BLAS thread, as for the sweeps: a start's solves are as small as
+                # theirs (a 30-row fit's starting state took 3-12 ms with OpenBLAS's
+                # threads on a busy machine, microseconds without)
+                with single_blas_thread():
+                    state = self._initialize_chain(solver, X, hyper, init_Z, rng)
                 chains.append({"state": state, "rng": rng})
             burn_in = self._burn_in()
             samples = []
