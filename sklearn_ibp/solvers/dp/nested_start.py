@@ -19,9 +19,10 @@ three-cluster moves, cheap on a subsample and what removes the traps there); the
 subsample doubles: the rows that join are each put in the cluster that gives it the
 highest ``log n_k + log f(x | theta_k)`` under a posterior draw ``theta`` of the current
 clusters' parameters, and the chain continues on the doubled subsample from that
-partition, its ``alpha`` and the base's hyperparameters. When the next doubling would
-reach all ``N`` rows, the partition of all the rows (the last subsample's, plus the other
-rows assigned as above) is the start of the chain proper. The work is about ``sweeps``
+partition, its ``alpha`` and the base's hyperparameters. Once a subsample holds more than
+a quarter of the ``N`` rows (so doubling it again would not leave a doubling's worth), the
+partition of all the rows (that subsample's, plus the other rows assigned as above) is the
+start of the chain proper. The work is about ``sweeps``
 sweeps over all the rows (``sweeps`` times ``first_size (1 + 2 + 4 + ...) < N``).
 
 It is an initialisation, like k-means: the chain proper is the same Markov chain from
