@@ -94,14 +94,16 @@ def run_chain(X, y, solver, labels, seed, max_iter, reach=True):
     base.initialize(X, rng)
     t0, c0 = time.perf_counter(), time.process_time()
     alpha = 1.0
-    if START[0] == "subsample" and isinstance(solver, SubclusterDP):
+    nested = START[0] == "subsample" and isinstance(solver, SubclusterDP)
+    if nested:
         labels, alpha = nested_subsample_start(
             solver, X, alpha, base, rng, lambda X_sub, rng: np.zeros(X_sub.shape[0], np.int64),
             update_options={})
     state = solver.initialize(X, labels, alpha, base, rng)
     start, start_cpu = time.perf_counter() - t0, time.process_time() - c0
     if reach:
-        print(f"  start ({START[0]}): {start:.2f} s wall, {start_cpu:.2f} s cpu; K "
+        kind = "subsample" if nested else "the labels given"
+        print(f"  start ({kind}): {start:.2f} s wall, {start_cpu:.2f} s cpu; K "
               f"{state.n_clusters}", flush=True)
     wall, cpu = [], []
     reached, reached_at = None, None
