@@ -387,6 +387,13 @@ def test_a_cluster_start_on_the_store_is_the_in_memory_start(client, data):
     for name in ("counts", "sums", "scatters"):
         np.testing.assert_array_equal(on_store.stats[name], in_memory.stats[name])
     assert on_store.n_clusters == in_memory.n_clusters
+    # the state's statistics (the drawing pass's) are those of its labels
+    np.testing.assert_array_equal(
+        in_memory.stats["counts"], np.bincount(in_memory.labels, minlength=in_memory.n_clusters))
+    np.testing.assert_allclose(
+        in_memory.stats["sums"],
+        np.stack([Z[in_memory.labels == k].sum(0) for k in range(in_memory.n_clusters)]),
+        atol=1e-9)
     # rows far from the groups' boundaries are in their group's cluster
     clear = np.abs(X.mean(axis=1) / 3.0 - truth) < 0.25
     from sklearn.metrics import adjusted_rand_score

@@ -436,13 +436,15 @@ class SubclusterDP(BaseDPSolver):
             return self._initialize_store(X, labels, alpha, base, rng)
         X = np.array(X, dtype=np.float64, order="C", copy=True)
         N, D = X.shape
-        start = None
-        if isinstance(labels, ClusterStart):
-            start, labels = labels, np.zeros(N, dtype=np.int64)
-        labels = np.asarray(labels, dtype=np.int64)
-        _, labels = np.unique(labels, return_inverse=True)
-        labels = np.ascontiguousarray(labels.reshape(-1), dtype=np.int64)
-        K = int(labels.max()) + 1
+        start = labels if isinstance(labels, ClusterStart) else None
+        if start is not None:  # every row in cluster 0 until the start draws them
+            labels = np.zeros(N, dtype=np.int64)
+            K = int(np.asarray(start.counts).shape[0])
+        else:
+            labels = np.asarray(labels, dtype=np.int64)
+            _, labels = np.unique(labels, return_inverse=True)
+            labels = np.ascontiguousarray(labels.reshape(-1), dtype=np.int64)
+            K = int(labels.max()) + 1
         check_allocation(
             8.0 * self._blocks(N) * (K + 2) * (D * D + D + 1),
             what=f"the per-block statistics of {K} clusters ({D} features)",
@@ -453,9 +455,9 @@ class SubclusterDP(BaseDPSolver):
         state.stats["shift"] = shift
         state.stats["buffer"] = np.empty(N, dtype=np.int64)
         if start is not None:
-            K = state.n_clusters = self._draw_start_labels(MemoryRows(self, state), start,
-                                                           base, rng)
-        self._recompute(state, K)
+            self._draw_start_labels(state, MemoryRows(self, state), start, base, rng)
+        else:
+            self._recompute(state, K)
         state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
         if not (state.stats["counts"] > 0).all():
             self._drop_empty(state)
@@ -477,9 +479,10 @@ class SubclusterDP(BaseDPSolver):
             raise ValueError(
                 "reallocation_rate, three_cluster_rate and fitted_rate must be 0 for rows on "
                 "a Dask cluster (those moves are not routed through the row store).")
-        if isinstance(labels, ClusterStart):
+        start = labels if isinstance(labels, ClusterStart) else None
+        if start is not None:
             store.set_labels(0)
-            K = self._draw_start_labels(store, labels, base, rng)
+            K = int(np.asarray(start.counts).shape[0])
         elif isinstance(labels, Integral):
             K = int(labels) + 1
             store.set_labels(int(labels))
@@ -493,19 +496,23 @@ class SubclusterDP(BaseDPSolver):
                              alpha=float(alpha))
         state.stats["shift"] = store.shift
         state.stats["store"] = store
-        self._recompute(state, K)
+        if start is not None:
+            self._draw_start_labels(state, store, start, base, rng)
+        else:
+            self._recompute(state, K)
         if not (state.stats["counts"] > 0).all():
             self._drop_empty(state)
         state.stats["subcluster"] = dict.fromkeys(_MOVE_COUNTERS, 0)
         return state
 
-    def _draw_start_labels(self, rows_of, start, base, rng):
-        """Every row (all in cluster 0 on entry) drawn into one of the clusters of
-        ``start`` (a :class:`~sklearn_ibp.solvers.dp.nested_start.ClusterStart`) with
+    def _draw_start_labels(self, state, rows_of, start, base, rng):
+        """Every row of ``state`` (all in cluster 0 on entry) drawn into one of the clusters
+        of ``start`` (a :class:`~sklearn_ibp.solvers.dp.nested_start.ClusterStart`) with
         probability ``n_k N(x | mu_k, S_k^-1) / Z``, ``(mu_k, S_k)`` a posterior draw: the
         row step's pass (``rows_of``, in memory or on the store) with every ``log pi =
         0``, so that every component is above every row's slice, and the weights in the
-        components' constants. Returns the number of clusters."""
+        components' constants. The pass's statistics become the state's (empty clusters
+        are left for the caller to drop)."""
         model = self._component_model(base)
         counts = np.asarray(start.counts, dtype=np.int64)
         C = counts.shape[0]
@@ -513,8 +520,11 @@ class SubclusterDP(BaseDPSolver):
                                       start.shift, np.log(counts.astype(float)), rng)
         key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
         slice_key = int(rng.integers(0, 2**63 - 1, dtype=np.int64))
-        rows_of.row_step(comps, key, np.zeros(C), slice_key)
-        return C
+        new_counts, new_sums, new_scatters, _ = rows_of.row_step(comps, key, np.zeros(C),
+                                                                 slice_key)
+        st = state.stats
+        st["counts"], st["sums"], st["scatters"] = new_counts, new_sums, new_scatters
+        state.n_clusters = C
 
     def _rows(self, state):
         """The chain's row backend: the Dask row store, or the state's arrays."""
